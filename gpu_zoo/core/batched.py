@@ -1,0 +1,227 @@
+"""The batched tensor API: many environments stepped by one kernel launch, torch tensors in and out.
+
+Output tensors are views of buffers allocated once and overwritten by every ``step``: clone
+what you keep. ``step`` allocates nothing and never waits for the device, except for the
+optional value checks (on by default; pass ``validate=False`` for full speed).
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Mapping
+
+import gymnasium
+import numpy as np
+import torch
+
+from .buffers import Buffers
+from .launch import Launcher, default_device, simulator_enabled
+from .layout import Layout
+from .spec import EnvSpec
+
+_INT_DTYPES = (torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8)
+_FLOAT_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
+
+
+def split_seed(seed: int) -> tuple[int, int]:
+    """A non-negative int seed as two 31-bit halves (seeds are taken mod 2**62)."""
+    if isinstance(seed, bool) or not isinstance(seed, int | np.integer):
+        raise TypeError(f"seed must be an int or None, got {type(seed).__name__}")
+    seed = int(seed)
+    if seed < 0:
+        raise ValueError(f"seed must be non-negative, got {seed}")
+    return seed & 0x7FFFFFFF, (seed >> 31) & 0x7FFFFFFF
+
+
+class BatchedEnv:
+    """``num_envs`` copies of one environment, stepped together on one device.
+
+    Args:
+        spec: the environment's `EnvSpec`.
+        num_envs: number of environments.
+        device: ``"cuda"``, ``"cpu"`` or a torch device; default CUDA when usable, else CPU.
+        autoreset: reset each environment as soon as its episode ends (the pre-reset
+            observation is kept in ``info["final_obs"]``).
+        validate: check action values (range, NaN) every step; costs a device sync.
+        target: ``"cuda"`` or ``"cpu"`` kernels; follows ``device``. ``target="cuda"`` with a CPU
+            device runs the CUDA kernel under Numba's simulator (``NUMBA_ENABLE_CUDASIM=1``).
+        **params: the environment's constructor arguments.
+    """
+
+    def __init__(self, spec: EnvSpec, num_envs: int = 1, device=None, *, autoreset: bool = True,
+                 validate: bool = True, target: str | None = None, block: int = 128, **params):
+        if isinstance(num_envs, bool) or not isinstance(num_envs, int) or num_envs < 1:
+            raise ValueError(f"num_envs must be a positive int, got {num_envs!r}")
+        self.spec = spec
+        self.params = spec.make_params(**params)
+        self.layout = Layout(spec, self.params)
+        self.device = torch.device(device) if device is not None else default_device()
+        if target is None:
+            target = "cuda" if self.device.type == "cuda" else "cpu"
+        if target == "cuda" and self.device.type == "cpu" and not simulator_enabled():
+            raise ValueError("target='cuda' on a CPU device needs NUMBA_ENABLE_CUDASIM=1")
+        self.num_envs, self.autoreset, self.validate = num_envs, autoreset, validate
+        self.buffers = Buffers(self.layout, num_envs, self.device)
+        self.state = self.buffers.fields
+        self.state.params[:] = torch.as_tensor(self.layout.runtime_values(), device=self.device)
+        self._launcher = Launcher(self.layout, self.buffers, target, autoreset, block)
+        self.target = target
+        self.groups = tuple(self.layout.groups)
+        self._build_views()
+        self._seeded = False
+
+    # ----------------------------------------------------------------- spaces
+    def single_observation_space(self, group: str) -> gymnasium.spaces.Box:
+        return self._group(group).observation_space
+
+    def single_action_space(self, group: str) -> gymnasium.spaces.Space:
+        return self._group(group).action_space
+
+    def group_size(self, group: str) -> int:
+        return self._group(group).count
+
+    def _group(self, group: str):
+        try:
+            return self.layout.groups[group]
+        except KeyError:
+            raise ValueError(f"unknown group {group!r}; expected one of {list(self.layout.groups)}") from None
+
+    # ------------------------------------------------------------------ views
+    def _build_views(self):
+        f = self.state
+        g = self.layout.groups
+        self.obs = {n: getattr(f, f"obs_{n}") for n in g}
+        self.final_obs = {n: getattr(f, f"final_obs_{n}") for n in g}
+        self.actions = {n: getattr(f, f"act_{n}") for n in g}
+        self.rewards = {n: f.rew[:, gi.lo:gi.hi] for n, gi in g.items()}
+        self.terminated = {n: f.term[:, gi.lo:gi.hi] for n, gi in g.items()}
+        self.truncated = {n: f.trunc[:, gi.lo:gi.hi] for n, gi in g.items()}
+        self.alive = {n: f.alive[:, gi.lo:gi.hi] for n, gi in g.items()}
+        self.active = {n: f.active[:, gi.lo:gi.hi] for n, gi in g.items()}
+        self.info = {"final_obs": self.final_obs, "done": f.done, "active": self.active, "alive": self.alive}
+        self._bounds = {}
+        for n, gi in g.items():
+            sp = gi.action_space
+            if isinstance(sp, gymnasium.spaces.Discrete):
+                self._bounds[n] = torch.tensor(int(sp.n), device=self.device)
+            elif isinstance(sp, gymnasium.spaces.MultiDiscrete):
+                self._bounds[n] = torch.as_tensor(sp.nvec.astype(np.int64), device=self.device)
+            else:
+                self._bounds[n] = (torch.as_tensor(sp.low, device=self.device),
+                                   torch.as_tensor(sp.high, device=self.device))
+
+    # -------------------------------------------------------------------- API
+    def reset(self, seed: int | None = None) -> dict[str, torch.Tensor]:
+        """Resets every environment. With a seed, env ``e`` of episode ``k`` always starts alike.
+
+        Returns the observations, one ``(num_envs, group_size, obs_size)`` tensor per group.
+        """
+        f = self.state
+        if seed is None and not self._seeded:
+            seed = secrets.randbits(62)
+        if seed is not None:
+            lo, hi = split_seed(seed)
+            f.seed[:, 0], f.seed[:, 1] = lo, hi
+            f.episode.zero_()
+            self._seeded = True
+        else:
+            f.episode.add_(1)
+        for name in ("ep_count", "last_len", "last_ret", "rew", "ep_ret"):
+            getattr(f, name).zero_()
+        for d in (self.final_obs, self.obs):
+            for t in d.values():
+                t.zero_()
+        self._launcher.reset()
+        return self.obs
+
+    def step(self, actions: Mapping[str, torch.Tensor] | None = None):
+        """Steps every environment once.
+
+        Args:
+            actions: one tensor per group, ``(num_envs, group_size, *action_shape)``: integer
+                indices for Discrete/MultiDiscrete groups, floats for Box groups. ``None`` steps
+                with what is already in ``env.actions`` (write into it directly to skip a copy).
+
+        Returns:
+            ``(obs, rewards, terminated, truncated, info)``, dicts keyed by group (``info`` holds
+            ``final_obs`` per group, ``done`` per env, ``active`` and ``alive`` masks per group).
+            ``terminated``/``truncated`` mark the agents whose episode ended at this step;
+            ``active`` marks the agents that were in the game during this step.
+        """
+        if not self._seeded:
+            raise RuntimeError("call reset() before step()")
+        if actions is not None:
+            self._load_actions(actions)
+        self._launcher.step()
+        return self.obs, self.rewards, self.terminated, self.truncated, self.info
+
+    def _load_actions(self, actions: Mapping[str, torch.Tensor]):
+        if not isinstance(actions, Mapping):
+            raise ValueError(f"actions must be a dict keyed by group {list(self.groups)}, got {type(actions).__name__}")
+        if set(actions) != set(self.groups):
+            raise ValueError(f"actions must have exactly the groups {sorted(self.groups)}, got {sorted(actions)}")
+        for name, value in actions.items():
+            self._load_group_actions(name, value)
+
+    def _load_group_actions(self, name: str, value):
+        dst, gi = self.actions[name], self.layout.groups[name]
+        if not isinstance(value, torch.Tensor):
+            raise ValueError(f"actions[{name!r}] must be a torch.Tensor, got {type(value).__name__}")
+        if tuple(value.shape) != tuple(dst.shape):
+            raise ValueError(f"actions[{name!r}] must have shape {tuple(dst.shape)} "
+                             f"(num_envs, {gi.count}, *{gi.action_shape}), got {tuple(value.shape)}")
+        if value.device != self.device:
+            raise ValueError(f"actions[{name!r}] must be on {self.device}, got {value.device}")
+        discrete = gi.action_dtype == "i32"
+        allowed = _INT_DTYPES if discrete else _FLOAT_DTYPES
+        if value.dtype not in allowed:
+            kind = "an integer" if discrete else "a floating"
+            raise ValueError(f"actions[{name!r}] must have {kind} dtype for {gi.action_space}, got {value.dtype}")
+        if self.validate:
+            self._check_values(name, value, discrete)
+        dst.copy_(value)
+
+    def _check_values(self, name, value, discrete):
+        if discrete:
+            bad = (value < 0) | (value >= self._bounds[name])
+            if bool(bad.any()):
+                raise ValueError(f"actions[{name!r}] out of range for {self.single_action_space(name)}: "
+                                 f"first bad index {tuple(bad.nonzero()[0].tolist())}")
+        else:
+            low, high = self._bounds[name]
+            bad = ~torch.isfinite(value) | (value < low) | (value > high)
+            if bool(bad.any()):
+                raise ValueError(f"actions[{name!r}] must be finite and within [{low.tolist()}, "
+                                 f"{high.tolist()}]: first bad index {tuple(bad.nonzero()[0].tolist())}")
+
+    # ----------------------------------------------------------------- extras
+    def episode_stats(self) -> dict[str, torch.Tensor]:
+        """Per env, on the device: finished-episode count, last length and last return per group."""
+        f = self.state
+        out = {"episodes": f.ep_count, "length": f.last_len}
+        for n, gi in self.layout.groups.items():
+            out[f"return_{n}"] = f.last_ret[:, gi.lo:gi.hi]
+        return out
+
+    def set_params(self, **values: float):
+        """Changes runtime (float) params of every env without recompiling."""
+        names = self.layout.runtime_params
+        for k, v in values.items():
+            if k not in names:
+                raise ValueError(f"{k!r} is not a runtime param; runtime params are {list(names)}")
+            self.state.params[:, names.index(k)] = float(v)
+
+    def render(self, env_index: int = 0) -> np.ndarray:
+        """An RGB frame (uint8 H x W x 3) of one environment."""
+        if self.spec.render is None:
+            raise NotImplementedError(f"{self.spec.id} has no render function")
+        if not 0 <= env_index < self.num_envs:
+            raise ValueError(f"env_index must be in [0, {self.num_envs}), got {env_index}")
+        return self.spec.render(self.env_state(env_index), self.params)
+
+    def env_state(self, env_index: int) -> dict[str, np.ndarray]:
+        """Every field of one env as NumPy arrays (a host copy)."""
+        return {n: v[env_index].cpu().numpy() for n, v in self.buffers.raw.items()}
+
+    def __repr__(self):
+        return f"BatchedEnv({self.spec.id}, num_envs={self.num_envs}, device={self.device}, target={self.target})"

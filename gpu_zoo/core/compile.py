@@ -1,0 +1,259 @@
+"""One environment source, two kernels: a CUDA kernel and a parallel CPU driver.
+
+The kernels are generated as a small Python module written to a cache directory, then imported.
+A real file lets Numba's ``cache=True`` persist the machine code, so a second process starts in
+a fraction of a second instead of recompiling (functions built in a closure never hit that cache).
+The file name is a hash of the generated source and of the sources it calls, because Numba's own
+cache does not notice when a called function in another module changes.
+
+Execution model (the same on both targets):
+  - a kernel is a list of stages; a stage runs one phase per agent or once per env;
+  - between stages there is a barrier: ``cuda.syncthreads()`` on CUDA, the end of a loop on CPU;
+  - on CUDA, ``envs_per_block`` environments share a block, ``threads_per_env`` threads each,
+    a thread looping over agents when there are more agents than threads;
+  - on CPU, ``prange`` runs environments in parallel and the stages in order inside each.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import inspect
+import math
+import os
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import numba
+
+from . import episode as _episode
+from . import rng as _rng
+from .layout import Layout
+from .spec import PerAgent, PerEnv
+
+_NUMPY_TYPES = {"f32": "np.float32", "i32": "np.int32", "u8": "np.uint8"}
+
+
+@dataclass(frozen=True)
+class LaunchShape:
+    """How CUDA threads map to environments and agents (compile-time for the kernel)."""
+
+    threads_per_env: int
+    envs_per_block: int
+
+    @property
+    def block(self) -> int:
+        return self.threads_per_env * self.envs_per_block
+
+    def grid(self, num_envs: int) -> int:
+        return -(-num_envs // self.envs_per_block)
+
+
+def launch_shape(num_agents: int, simulator: bool = False, block: int = 128) -> LaunchShape:
+    """Threads per env: the next power of two >= agents, at most 256; envs fill a block."""
+    tpe = min(1 << max(0, math.ceil(math.log2(max(1, num_agents)))), 8 if simulator else 256)
+    if simulator:
+        return LaunchShape(tpe, 1)
+    return LaunchShape(tpe, max(1, block // tpe))
+
+
+def cache_dir() -> Path:
+    root = os.environ.get("GPU_ZOO_CACHE_DIR")
+    if root:
+        return Path(root)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "gpu_zoo" / "kernels"
+
+
+def _qualified(fn) -> tuple[str, str]:
+    """(module, name) of a module-level njit function, checked importable."""
+    py = getattr(fn, "py_func", None)
+    if py is None:
+        raise TypeError(f"phase {fn!r} must be decorated with numba.njit (gpu_zoo.core.kernel_fn)")
+    mod, name = py.__module__, py.__name__
+    if getattr(sys.modules.get(mod), name, None) is not fn:
+        raise TypeError(f"phase {mod}.{name} must be a module-level function")
+    return mod, name
+
+
+class _Stages:
+    """The ordered stages of a kernel: (kind, call expression, guarded by done?)."""
+
+    def __init__(self):
+        self.items: list[tuple[str, str, bool]] = []
+        self.imports: dict[str, tuple[str, str]] = {}
+
+    def add(self, phase, guard: bool = False):
+        kind = "agent" if isinstance(phase, PerAgent) else "env"
+        mod, name = _qualified(phase.fn)
+        alias = f"_{mod.replace('.', '_')}__{name}"
+        self.imports[alias] = (mod, name)
+        self.items.append((kind, alias, guard))
+
+
+def _stages(layout: Layout, autoreset: bool) -> tuple[_Stages, _Stages]:
+    spec, E = layout.spec, _episode
+    step, reset = _Stages(), _Stages()
+    step.add(PerEnv(E.begin_env))
+    step.add(PerAgent(E.begin_agent))
+    for ph in spec.step:
+        step.add(ph)
+    step.add(spec.observe)
+    step.add(PerEnv(E.end_env))
+    step.add(PerAgent(E.end_agent))
+    step.items.append(("agent", "_save_final", True))
+    step.add(PerEnv(E.finish_env), guard=True)
+    if autoreset:
+        step.add(PerEnv(E.restart_env), guard=True)
+        step.add(PerAgent(E.restart_agent), guard=True)
+        for ph in spec.reset:
+            step.add(ph, guard=True)
+        step.add(spec.observe, guard=True)
+    reset.add(PerEnv(E.reset_env))
+    reset.add(PerAgent(E.reset_agent))
+    for ph in spec.reset:
+        reset.add(ph)
+    reset.add(spec.observe)
+    return step, reset
+
+
+def _views_source(layout: Layout, deco: str) -> str:
+    lines = [deco, "def _views(f32, i32, u8):", f"    E = i32.shape[0] // {layout.per_env['i32']}",
+             "    return State("]
+    for name, f in layout.fields.items():
+        sec = f.dtype
+        off, n = layout.offsets[name], math.prod(f.shape)
+        sl = f"{sec}[E * {off}:E * {off + n}]"
+        if f.shape:
+            sl += f".reshape((E, {', '.join(map(str, f.shape))}))"
+        lines.append(f"        {sl},")
+    lines.append("    )")
+    return "\n".join(lines)
+
+
+def _const_literal(v) -> str:
+    if isinstance(v, bool):
+        return repr(v)
+    if isinstance(v, int):
+        return repr(v)
+    return f"np.float32({float(v)!r})"
+
+
+def _params_source(layout: Layout, deco: str) -> tuple[str, list[str]]:
+    names, values = [], []
+    for k, v in layout.kernel_constants.items():
+        names.append(k)
+        values.append(_const_literal(v))
+    for i, k in enumerate(layout.runtime_params):
+        names.append(k)
+        values.append(f"s.params[e, {i}]")
+    body = [deco, "def _params(s, e):", f"    return Params({', '.join(values)})"]
+    return "\n".join(body), names
+
+
+def _save_final_source(layout: Layout, deco: str) -> str:
+    lines = [deco, "def _save_final(s, p, e, a):", "    s.last_ret[e, a] = s.ep_ret[e, a]"]
+    for j, gi in enumerate(layout.groups.values()):
+        kw = "if" if j == 0 else "elif"
+        lines += [f"    {kw} a < {gi.hi}:",
+                  f"        for k in range({gi.group.obs_size}):",
+                  f"            s.final_obs_{gi.name}[e, a - {gi.lo}, k] = s.obs_{gi.name}[e, a - {gi.lo}, k]"]
+    return "\n".join(lines)
+
+
+def _cpu_body(name: str, stages: _Stages, A: int, layout_i32: int) -> str:
+    # The views are built inside the loop: a namedtuple crossing into a parfor body fails to lower.
+    out = ["@njit(parallel=True, cache=True, _nrt=False)", f"def {name}(f32, i32, u8):",
+           f"    for e in prange(i32.shape[0] // {layout_i32}):", "        s = _views(f32, i32, u8)",
+           "        p = _params(s, e)"]
+    for kind, fn, guard in stages.items:
+        ind = "        "
+        if guard:
+            out.append(ind + "if s.done[e]:")
+            ind += "    "
+        if kind == "agent":
+            out += [ind + f"for a in range({A}):", ind + f"    {fn}(s, p, e, a)"]
+        else:
+            out.append(ind + f"{fn}(s, p, e)")
+    return "\n".join(out)
+
+
+def _cuda_body(name: str, stages: _Stages, A: int, shape: LaunchShape, sim: bool) -> str:
+    tpe, epb = shape.threads_per_env, shape.envs_per_block
+    out = ["@cuda.jit" if sim else "@cuda.jit(cache=True)", f"def {name}(f32, i32, u8):", "    s = _views(f32, i32, u8)",
+           "    n_env = s.t.shape[0]", "    tid = cuda.threadIdx.x",
+           f"    e = cuda.blockIdx.x * {epb} + tid // {tpe}", f"    lane = tid % {tpe}",
+           "    ok = e < n_env", "    p = _params(s, min(e, n_env - 1))"]
+    for kind, fn, guard in stages.items:
+        cond = "ok and s.done[e]" if guard else "ok"
+        if kind == "agent":
+            out += [f"    if {cond}:", "        a = lane", f"        while a < {A}:",
+                    f"            {fn}(s, p, e, a)", f"            a += {tpe}"]
+        else:
+            out += [f"    if {cond} and lane == 0:", f"        {fn}(s, p, e)"]
+        out.append("    cuda.syncthreads()")
+    return "\n".join(out)
+
+
+def _dependency_hash(stages: list[_Stages]) -> str:
+    """Hash of every source file a kernel calls into (Numba's cache would not see them change)."""
+    files = {inspect.getsourcefile(_rng), inspect.getsourcefile(_episode), __file__}
+    for st in stages:
+        for mod, _ in st.imports.values():
+            files.add(inspect.getsourcefile(sys.modules[mod]))
+    h = hashlib.sha256()
+    for f in sorted(files):
+        h.update(Path(f).read_bytes())
+    return h.hexdigest()[:16]
+
+
+def generate_source(layout: Layout, target: str, autoreset: bool, shape: LaunchShape | None) -> str:
+    step, reset = _stages(layout, autoreset)
+    A = layout.num_agents
+    imports = {**step.imports, **reset.imports}
+    sim = target == "cudasim"
+    deco = "" if sim else "@njit(cache=True, _nrt=False)"
+    params_src, param_names = _params_source(layout, deco)
+    head = [
+        f"# gpu_zoo kernels for {layout.spec.id}, target {target}, autoreset {autoreset}, launch {shape}",
+        f"# dependencies {_dependency_hash([step, reset])}, numba {numba.__version__}",
+        "import numpy as np",
+        "from collections import namedtuple",
+        "from numba import njit, prange" if target == "cpu" else "from numba import njit, cuda",
+        *sorted(f"from {m} import {n} as {a}" for a, (m, n) in imports.items()),
+        *(["from gpu_zoo.core.simulate import as_python", "_memo = {}"] if sim else []),
+        *(f"{a} = as_python({a}, _memo)" for a in (sorted(imports) if sim else ())),
+        f"State = namedtuple('State', {tuple(layout.fields)!r})",
+        f"Params = namedtuple('Params', {tuple(param_names)!r})",
+    ]
+    parts = ["\n".join(head), _views_source(layout, deco), params_src, _save_final_source(layout, deco)]
+    if target == "cpu":
+        w = layout.per_env["i32"]
+        parts += [_cpu_body("step", step, A, w), _cpu_body("reset", reset, A, w)]
+    else:
+        parts += [_cuda_body("step", step, A, shape, sim), _cuda_body("reset", reset, A, shape, sim)]
+    return "\n\n\n".join(parts) + "\n"
+
+
+def load_kernels(layout: Layout, target: str, autoreset: bool, shape: LaunchShape | None):
+    """Writes (once) and imports the generated module; returns it (``.step``, ``.reset``)."""
+    src = generate_source(layout, target, autoreset, shape)
+    digest = hashlib.sha256(src.encode()).hexdigest()[:20]
+    modname = f"gpu_zoo_kernels_{layout.spec.id}_{target}_{digest}"
+    if modname in sys.modules:
+        return sys.modules[modname]
+    folder = cache_dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{modname}.py"
+    if not path.exists() or path.read_text() != src:
+        fd, tmp = tempfile.mkstemp(dir=folder, suffix=".tmp")
+        with os.fdopen(fd, "w") as fh:
+            fh.write(src)
+        os.replace(tmp, path)  # atomic: a concurrent reader sees the old file or the new one
+    spec = importlib.util.spec_from_file_location(modname, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[modname] = module
+    spec.loader.exec_module(module)
+    return module

@@ -1,0 +1,76 @@
+"""The core's own phases around an environment's: step bookkeeping, episode ends, statistics.
+
+Compiled into every kernel beside the env's phases, on both targets.
+"""
+
+from numba import njit
+
+
+@njit(_nrt=False)
+def begin_env(s, p, e):
+    s.t[e] += 1
+    s.over[e] = 0
+    s.done[e] = 0
+
+
+@njit(_nrt=False)
+def begin_agent(s, p, e, a):
+    s.active[e, a] = s.alive[e, a]
+    s.term[e, a] = 0
+    s.trunc[e, a] = 0
+    s.rew[e, a] = 0
+
+
+@njit(_nrt=False)
+def end_env(s, p, e):
+    if s.over[e] or s.t[e] >= p.max_cycles:
+        s.done[e] = 1
+
+
+@njit(_nrt=False)
+def end_agent(s, p, e, a):
+    """Per-agent episode flags: the game's end terminates, the time limit truncates."""
+    if s.active[e, a]:
+        if s.over[e]:
+            s.term[e, a] = 1
+        elif s.done[e] and not s.term[e, a]:
+            s.trunc[e, a] = 1
+    s.ep_ret[e, a] += s.rew[e, a]
+
+
+@njit(_nrt=False)
+def finish_env(s, p, e):
+    s.last_len[e] = s.t[e]
+    s.ep_count[e] += 1
+
+
+@njit(_nrt=False)
+def restart_env(s, p, e):
+    """Starts the next episode of an env that just finished (auto-reset)."""
+    s.episode[e] += 1
+    s.t[e] = 0
+    s.over[e] = 0
+
+
+@njit(_nrt=False)
+def restart_agent(s, p, e, a):
+    s.alive[e, a] = 1
+    s.ep_ret[e, a] = 0
+
+
+@njit(_nrt=False)
+def reset_env(s, p, e):
+    """An explicit reset: nothing of the previous step remains visible."""
+    s.t[e] = 0
+    s.over[e] = 0
+    s.done[e] = 0
+
+
+@njit(_nrt=False)
+def reset_agent(s, p, e, a):
+    s.alive[e, a] = 1
+    s.active[e, a] = 1
+    s.ep_ret[e, a] = 0
+    s.rew[e, a] = 0
+    s.term[e, a] = 0
+    s.trunc[e, a] = 0

@@ -1,0 +1,109 @@
+"""Choosing a target, loading its kernels once per configuration and launching them on buffers."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import torch
+
+from . import compat
+from .buffers import Buffers
+from .compile import LaunchShape, launch_shape, load_kernels
+from .layout import Layout
+
+_loaded: dict[tuple, object] = {}
+compile_seconds: dict[tuple, float] = {}
+
+
+def simulator_enabled() -> bool:
+    return os.environ.get("NUMBA_ENABLE_CUDASIM", "0") == "1"
+
+
+def cuda_usable() -> bool:
+    """True when real CUDA kernels can run: torch sees a GPU and numba-cuda can compile."""
+    if simulator_enabled() or not torch.cuda.is_available():
+        return False
+    try:
+        compat.import_cuda()
+    except ImportError:
+        return False
+    return True
+
+
+def default_device() -> torch.device:
+    return torch.device("cuda") if cuda_usable() else torch.device("cpu")
+
+
+class Launcher:
+    """Runs the ``step`` and ``reset`` kernels of one layout on one set of buffers.
+
+    Targets: ``"cpu"`` (``njit(parallel=True)`` on CPU tensors) and ``"cuda"`` (a CUDA kernel on
+    CUDA tensors, or under Numba's CUDA simulator on CPU tensors when it is enabled).
+    """
+
+    def __init__(self, layout: Layout, buffers: Buffers, target: str, autoreset: bool, block: int = 128):
+        self.target = target
+        dev = buffers.device
+        if target == "cpu":
+            if dev.type != "cpu":
+                raise ValueError(f"the cpu target needs CPU tensors, got device {dev}")
+            compat.configure_cpu_threading()
+            self.shape = None
+            self._args = buffers.kernel_args(lambda t: t.numpy())
+        elif target == "cuda":
+            cuda = compat.import_cuda()
+            self.simulator = simulator_enabled()
+            if self.simulator != (dev.type == "cpu"):
+                raise ValueError("the cuda target runs on CUDA tensors, or on CPU tensors under "
+                                 f"NUMBA_ENABLE_CUDASIM=1; got device {dev} with the simulator "
+                                 f"{'on' if self.simulator else 'off'}")
+            self.shape = launch_shape(layout.num_agents, self.simulator, block)
+            to_array = (lambda t: t.numpy()) if self.simulator else cuda.as_cuda_array
+            self._args = buffers.kernel_args(to_array)
+            self._cuda = cuda
+            self._stream_handle = None
+        else:
+            raise ValueError(f"target must be 'cpu' or 'cuda', got {target!r}")
+        self.num_envs = buffers.num_envs
+        key = (layout.key(), target, autoreset, self.shape)
+        if key not in _loaded:
+            t0 = time.perf_counter()
+            kind = "cudasim" if target == "cuda" and self.simulator else target
+            _loaded[key] = load_kernels(layout, kind, autoreset, self.shape)
+            self.module = _loaded[key]
+            self._warm(buffers)
+            compile_seconds[key] = time.perf_counter() - t0
+        self.module = _loaded[key]
+        self.compile_key = key
+
+    def _warm(self, buffers: Buffers):
+        """Compiles both kernels now (on a throwaway copy) so the first real call is not slow."""
+        saved = buffers.storage.clone()
+        self.reset()
+        self.step()
+        buffers.storage.copy_(saved)
+
+    def _stream(self):
+        handle = torch.cuda.current_stream().cuda_stream
+        if handle != self._stream_handle:
+            self._stream_handle = handle
+            self._numba_stream = self._cuda.external_stream(handle)
+        return self._numba_stream
+
+    def _launch(self, kernel):
+        if self.target == "cpu":
+            kernel(*self._args)
+        elif self.simulator:
+            kernel[self.shape.grid(self.num_envs), self.shape.block](*self._args)
+        else:
+            kernel[self.shape.grid(self.num_envs), self.shape.block, self._stream()](*self._args)
+
+    def step(self):
+        self._launch(self.module.step)
+
+    def reset(self):
+        self._launch(self.module.reset)
+
+
+__all__ = ["Launcher", "LaunchShape", "cuda_usable", "default_device", "simulator_enabled"]

@@ -1,0 +1,186 @@
+"""One generic PettingZoo adapter built from an `EnvSpec`: no per-environment adapter code.
+
+It runs a `BatchedEnv` of one environment without auto-reset and serves PettingZoo's
+semantics: NumPy values keyed by agent name, agents leaving ``agents`` as they finish and
+never coming back, spaces that are the same object on every call.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import gymnasium
+import numpy as np
+import torch
+from pettingzoo import ParallelEnv
+from pettingzoo.utils.conversions import parallel_to_aec, parallel_to_aec_wrapper
+
+from .batched import BatchedEnv
+from .spec import EnvSpec
+
+
+class GpuZooParallelEnv(ParallelEnv):
+    """A PettingZoo ``ParallelEnv`` over one environment of a gpu_zoo spec.
+
+    Args:
+        spec: the environment's `EnvSpec`.
+        render_mode: ``None``, ``"rgb_array"`` or ``"human"`` (a pygame window).
+        device: where the single environment runs; the CPU by default.
+        **params: the environment's constructor arguments.
+    """
+
+    def __init__(self, spec: EnvSpec, render_mode: str | None = None, device="cpu", **params):
+        if render_mode not in (None, "rgb_array", "human"):
+            raise ValueError(f"render_mode must be None, 'rgb_array' or 'human', got {render_mode!r}")
+        self.metadata = {"render_modes": ["human", "rgb_array"], "name": spec.id, "is_parallelizable": True,
+                         "render_fps": 15}
+        self.render_mode = render_mode
+        self._env = BatchedEnv(spec, 1, device=device, autoreset=False, validate=False, **params)
+        self.spec_ = spec
+        layout = self._env.layout
+        self._slots = {}  # agent -> (group, index in group, global index)
+        for g, gi in layout.groups.items():
+            for i in range(gi.count):
+                self._slots[f"{g}_{i}"] = (g, i, gi.lo + i)
+        self.possible_agents = list(self._slots)
+        self.agents: list[str] = []
+        self._obs_spaces = {a: copy.deepcopy(layout.groups[g].observation_space) for a, (g, _, _) in self._slots.items()}
+        self._act_spaces = {a: copy.deepcopy(layout.groups[g].action_space) for a, (g, _, _) in self._slots.items()}
+        size = sum(gi.count * gi.group.obs_size for gi in layout.groups.values())
+        self.state_space = gymnasium.spaces.Box(-np.inf, np.inf, (size,), np.float32)
+        self._window = None
+        self._noop = {g: np.zeros((1, gi.count, *gi.action_shape), np.float32 if gi.action_dtype == "f32" else np.int64)
+                      for g, gi in layout.groups.items()}
+        for g, gi in layout.groups.items():
+            sp = gi.action_space
+            if isinstance(sp, gymnasium.spaces.Box):
+                self._noop[g][:] = np.clip(0.0, sp.low, sp.high)
+
+    @property
+    def unwrapped(self):
+        return self
+
+    @property
+    def batched(self) -> BatchedEnv:
+        """The underlying one-environment `BatchedEnv`."""
+        return self._env
+
+    def observation_space(self, agent):
+        return self._obs_spaces[self._check_agent(agent)]
+
+    def action_space(self, agent):
+        return self._act_spaces[self._check_agent(agent)]
+
+    def _check_agent(self, agent):
+        if agent not in self._slots:
+            raise ValueError(f"unknown agent {agent!r}; agents are {self.possible_agents}")
+        return agent
+
+    # ------------------------------------------------------------------ API
+    def reset(self, seed: int | None = None, options: dict | None = None):
+        self._env.reset(seed=seed)
+        if seed is not None:
+            for i, a in enumerate(self.possible_agents):
+                self._act_spaces[a].seed(seed + i)
+        self.agents = self.possible_agents[:]
+        obs = self._observations(self.agents)
+        return obs, {a: {} for a in self.agents}
+
+    def step(self, actions: dict):
+        if not isinstance(actions, dict):
+            raise ValueError(f"actions must be a dict keyed by agent name, got {type(actions).__name__}")
+        unknown = [a for a in actions if a not in self._slots]
+        if unknown:
+            raise ValueError(f"unknown agent(s) {unknown}; agents are {self.possible_agents}")
+        missing = [a for a in self.agents if a not in actions]
+        if missing:
+            raise ValueError(f"no action for live agent(s) {missing}")
+        if not self.agents:
+            return {}, {}, {}, {}, {}
+        batch = {g: v.copy() for g, v in self._noop.items()}
+        for a in self.agents:
+            g, i, _ = self._slots[a]
+            batch[g][0, i] = self._check_action(a, actions[a])
+        env = self._env
+        env.step({g: torch.from_numpy(v).to(env.device) for g, v in batch.items()})
+        f = env.state
+        rew, term, trunc = (x[0].cpu().numpy() for x in (f.rew, f.term, f.trunc))
+        live = self.agents
+        obs = self._observations(live)
+        rewards = {a: float(rew[self._slots[a][2]]) for a in live}
+        terms = {a: bool(term[self._slots[a][2]]) for a in live}
+        truncs = {a: bool(trunc[self._slots[a][2]]) for a in live}
+        infos = {a: {} for a in live}
+        self.agents = [a for a in live if not (terms[a] or truncs[a])]
+        if self.render_mode == "human":
+            self.render()
+        return obs, rewards, terms, truncs, infos
+
+    def _check_action(self, agent, action):
+        space = self._act_spaces[agent]
+        arr = np.asarray(action)
+        ok = arr.shape == space.shape and (np.issubdtype(arr.dtype, np.integer) if not isinstance(
+            space, gymnasium.spaces.Box) else np.issubdtype(arr.dtype, np.number))
+        if not ok or not space.contains(arr.astype(space.dtype)):
+            raise ValueError(f"action for {agent!r} must be an element of {space}, got {action!r}")
+        return arr
+
+    def _observations(self, agents) -> dict[str, np.ndarray]:
+        host = {g: t[0].cpu().numpy().copy() for g, t in self._env.obs.items()}
+        return {a: host[self._slots[a][0]][self._slots[a][1]] for a in agents}
+
+    def state(self) -> np.ndarray:
+        """The global state: every agent's observation, concatenated in agent order."""
+        return np.concatenate([t[0].reshape(-1).cpu().numpy() for t in self._env.obs.values()])
+
+    def render(self):
+        if self.render_mode is None:
+            gymnasium.logger.warn("render() called without a render_mode; pass render_mode='rgb_array'")
+            return None
+        frame = self._env.render(0)
+        if self.render_mode == "rgb_array":
+            return frame
+        self._show(frame)
+        return None
+
+    def _show(self, frame: np.ndarray):
+        try:
+            import pygame
+        except ImportError as err:
+            raise ImportError("render_mode='human' needs pygame: pip install pygame-ce") from err
+        if self._window is None:
+            pygame.init()
+            self._window = pygame.display.set_mode(frame.shape[1::-1])
+        surf = pygame.surfarray.make_surface(np.ascontiguousarray(frame.transpose(1, 0, 2)))
+        self._window.blit(surf, (0, 0))
+        pygame.event.pump()
+        pygame.display.flip()
+
+    def close(self):
+        if self._window is not None:
+            import pygame
+
+            pygame.display.quit()
+            self._window = None
+
+
+def entry_points(spec: EnvSpec):
+    """The module-level functions of a versioned env module: ``env, parallel_env, raw_env, batched_env``."""
+
+    def parallel_env(**kwargs) -> GpuZooParallelEnv:
+        return GpuZooParallelEnv(spec, **kwargs)
+
+    def raw_env(**kwargs):
+        return parallel_to_aec_wrapper(parallel_env(**kwargs))
+
+    def env(**kwargs):
+        return parallel_to_aec(parallel_env(**kwargs))
+
+    def batched_env(num_envs: int = 1, device=None, **kwargs) -> BatchedEnv:
+        return BatchedEnv(spec, num_envs=num_envs, device=device, **kwargs)
+
+    for fn, what in ((parallel_env, "PettingZoo ParallelEnv"), (raw_env, "AEC env without wrappers"),
+                     (env, "AEC env (order enforcing)"), (batched_env, "batched tensor env")):
+        fn.__doc__ = f"The {what} of ``{spec.id}``; keyword arguments are its params."
+        fn.__qualname__ = fn.__name__
+    return env, parallel_env, raw_env, batched_env

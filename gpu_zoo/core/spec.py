@@ -1,0 +1,135 @@
+"""What an environment declares: its agent groups, its state fields and its phase functions.
+
+An environment module builds one `EnvSpec`. Everything else (buffers, kernels for both targets,
+the batched API, the PettingZoo adapter, the docs tables) is derived from it by the core.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import gymnasium
+
+DTYPES = ("f32", "i32", "u8")
+
+
+@dataclass(frozen=True)
+class Field:
+    """One named state array. Its full shape is ``(num_envs, *shape)``.
+
+    Attributes:
+        name: attribute name under which phase functions reach it (``s.name``).
+        dtype: ``"f32"``, ``"i32"`` or ``"u8"`` (booleans are ``u8``).
+        shape: per-environment shape, e.g. ``(num_agents,)`` or ``()``.
+        doc: one line for the docs.
+    """
+
+    name: str
+    dtype: str
+    shape: tuple[int, ...] = ()
+    doc: str = ""
+
+    def __post_init__(self):
+        if self.dtype not in DTYPES:
+            raise ValueError(f"Field {self.name!r}: dtype must be one of {DTYPES}, got {self.dtype!r}")
+        if not self.name.isidentifier() or self.name.startswith("_"):
+            raise ValueError(f"Field name {self.name!r} must be an identifier not starting with '_'")
+        if any((not isinstance(n, int)) or n < 0 for n in self.shape):
+            raise ValueError(f"Field {self.name!r}: shape must be non-negative ints, got {self.shape}")
+
+
+@dataclass(frozen=True)
+class ObsBlock:
+    """A named, contiguous slice of an agent's observation vector."""
+
+    name: str
+    size: int
+    doc: str = ""
+
+
+@dataclass(frozen=True)
+class Group:
+    """A set of agents sharing a role, an observation layout and an action space.
+
+    Agents are numbered globally in group order: the first group's agents are ``0..count-1``,
+    the next group's follow, and so on. PettingZoo names are ``f"{name}_{i}"``.
+    """
+
+    name: str
+    count: int
+    obs: tuple[ObsBlock, ...]
+    action_space: gymnasium.spaces.Space
+    obs_low: float = -float("inf")
+    obs_high: float = float("inf")
+
+    @property
+    def obs_size(self) -> int:
+        return sum(b.size for b in self.obs)
+
+
+@dataclass(frozen=True)
+class PerAgent:
+    """A phase run once per agent: ``fn(s, p, e, a)``. Agent ``a`` may write only its own cells."""
+
+    fn: Callable
+
+
+@dataclass(frozen=True)
+class PerEnv:
+    """A phase run once per environment: ``fn(s, p, e)``. The place for reductions over agents."""
+
+    fn: Callable
+
+
+@dataclass(frozen=True)
+class EnvSpec:
+    """The complete declaration of an environment.
+
+    Attributes:
+        id: versioned id, e.g. ``"tag_continuous_v0"``.
+        params: a frozen dataclass of constructor arguments. ``float`` fields are runtime values
+            (stored per environment, changeable without recompiling); every other field is a
+            compile-time constant. It must have an int ``max_cycles``.
+        groups: ``groups(params) -> tuple[Group, ...]``.
+        fields: ``fields(params) -> tuple[Field, ...]``, the env's own state.
+        reset: phases that draw a fresh episode start for one environment.
+        step: phases of one step, after the actions are in ``s.act_<group>``. They write
+            ``s.rew``, set ``s.alive[e, a] = 0`` and ``s.term[e, a] = 1`` for agents that
+            leave the game, and ``s.over[e] = 1`` when the game has ended for everyone.
+        observe: the per-agent phase writing ``s.obs_<group>[e, i]`` after reset and step.
+        constants: ``constants(params) -> dict`` of extra compile-time values for the kernels.
+        render: ``render(state, params) -> uint8 (H, W, 3)``; ``state`` maps field names to the
+            NumPy arrays of one environment.
+        module: the module whose docstring documents the environment.
+    """
+
+    id: str
+    params: type
+    groups: Callable[[Any], tuple[Group, ...]]
+    fields: Callable[[Any], tuple[Field, ...]]
+    reset: tuple
+    step: tuple
+    observe: PerAgent
+    constants: Callable[[Any], dict] = lambda p: {}
+    render: Callable | None = None
+    module: str = ""
+
+    def __post_init__(self):
+        if not (dataclasses.is_dataclass(self.params) and self.params.__dataclass_params__.frozen):
+            raise TypeError(f"{self.id}: params must be a frozen dataclass")
+        if "max_cycles" not in {f.name for f in dataclasses.fields(self.params)}:
+            raise TypeError(f"{self.id}: params must have a max_cycles field")
+        for phase in (*self.reset, *self.step, self.observe):
+            if not isinstance(phase, PerAgent | PerEnv):
+                raise TypeError(f"{self.id}: phases must be PerAgent or PerEnv, got {phase!r}")
+
+    def make_params(self, **kwargs):
+        """Builds the params dataclass, with a clear error for an unknown argument."""
+        names = [f.name for f in dataclasses.fields(self.params)]
+        unknown = sorted(set(kwargs) - set(names))
+        if unknown:
+            raise TypeError(f"{self.id}: unknown argument(s) {unknown}; expected some of {names}")
+        return self.params(**kwargs)

@@ -1,0 +1,1 @@
+"""Economic simulations (after the AI Economist's gather-trade-build world)."""

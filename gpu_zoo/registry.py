@@ -1,0 +1,32 @@
+"""The one table of environment ids. A new environment adds one line here."""
+
+from __future__ import annotations
+
+import importlib
+
+from .core.spec import EnvSpec
+
+# id -> "module:attribute" of its EnvSpec; imported on first use so `import gpu_zoo` stays light.
+_ENTRIES: dict[str, str] = {
+    "tag_continuous_v0": "gpu_zoo.tag.continuous:SPEC",
+}
+
+
+def registered_envs() -> tuple[str, ...]:
+    return tuple(_ENTRIES)
+
+
+def get_spec(env_id: str) -> EnvSpec:
+    try:
+        target = _ENTRIES[env_id]
+    except KeyError:
+        raise ValueError(f"unknown env id {env_id!r}; registered: {list(_ENTRIES)}") from None
+    module, attr = target.split(":")
+    return getattr(importlib.import_module(module), attr)
+
+
+def register(env_id: str, target: str):
+    """Registers a user env: ``register("my_env_v0", "my_pkg.my_env:SPEC")``."""
+    if env_id in _ENTRIES and _ENTRIES[env_id] != target:
+        raise ValueError(f"env id {env_id!r} is already registered to {_ENTRIES[env_id]}")
+    _ENTRIES[env_id] = target

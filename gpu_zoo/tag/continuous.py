@@ -1,0 +1,352 @@
+"""Tag (continuous): taggers chase runners around a square arena.
+
+After WarpDrive's ``tag_continuous``, written once for the CPU and the GPU.
+
+## Rules
+Taggers and runners move in a square arena of side ``grid_length``. Each agent has a position,
+a speed, an acceleration and a heading. Every step each agent in the game picks an acceleration
+change and a turn. Its acceleration grows by the change, its heading turns, and its speed becomes
+``clip(speed + acceleration, 0, max_speed * skill)``. Acceleration resets to 0 when the speed
+reaches either limit. The agent then moves by its speed along its heading. A position outside
+the arena is clipped back to the edge, and the agent pays ``edge_hit_penalty``.
+
+A runner is tagged when its nearest tagger is closer than ``tagging_distance * grid_length``.
+The runner gets ``tag_penalty_for_runner`` and that tagger ``tag_reward_for_tagger``. A tagger
+that tags two runners in one step is credited twice. By default a tagged runner leaves the game:
+it stops, observes zeros and is terminated. Taggers pay ``step_penalty_for_tagger`` and runners
+get ``step_reward_for_runner`` every step they are in the game. Runners still in the game at
+``max_cycles`` get ``end_of_game_reward_for_runner``.
+
+The episode ends when no runner is left (every agent is terminated) or after ``max_cycles``
+steps (every agent still in the game is truncated). Start positions (uniform in the arena) and
+headings (one of the four axis directions) are drawn per env and per episode from the seed.
+
+## Observations
+Every agent sees the other agents, in agent order (``use_full_observation=True``) or the
+``num_other_agents_observed`` nearest agents still in the game, nearest first, zero-padded.
+The vector is feature-major: block ``rel_x`` holds every observed agent's x offset, then
+``rel_y``, and so on:
+
+| block | meaning |
+| --- | --- |
+| rel_x, rel_y | offset of the other agent / (sqrt(2) * grid_length) |
+| rel_speed, rel_acceleration | difference / max_speed |
+| rel_heading | heading difference / (2 pi) |
+| is_tagger | 1 for a tagger |
+| alive | 1 if the other agent is in the game |
+| time | t / max_cycles |
+
+An agent out of the game observes zeros.
+
+## Actions
+``MultiDiscrete([num_acceleration_levels + 1, num_turn_levels + 1])``. Index 0 keeps acceleration
+(or heading) unchanged. Index ``i >= 1`` adds level ``i - 1`` of ``num_*_levels`` values evenly
+spaced from the minimum to the maximum.
+
+## Version history
+- v0: initial release.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import gymnasium
+import numpy as np
+
+from gpu_zoo.core import EnvSpec, Field, Group, ObsBlock, PerAgent, PerEnv, kernel_fn
+from gpu_zoo.core.rng import randint, uniform
+
+_TWO_PI = np.float32(2.0 * math.pi)
+_HALF_PI = np.float32(0.5 * math.pi)
+_SQRT2 = np.float32(math.sqrt(2.0))
+_EPS = np.float32(1e-10)
+_ZERO = np.float32(0.0)
+_ONE = np.float32(1.0)
+FEATURES = ("rel_x", "rel_y", "rel_speed", "rel_acceleration", "rel_heading", "is_tagger", "alive")
+
+
+@dataclass(frozen=True)
+class TagParams:
+    """Constructor arguments of Tag (continuous). Names follow WarpDrive's ``TagContinuous``."""
+
+    num_taggers: int = 2
+    num_runners: int = 10
+    max_cycles: int = 100
+    grid_length: float = 10.0
+    max_speed: float = 1.0
+    skill_level_tagger: float = 1.0
+    skill_level_runner: float = 1.0
+    max_acceleration: float = 1.0
+    min_acceleration: float = -1.0
+    max_turn: float = math.pi / 2
+    min_turn: float = -math.pi / 2
+    num_acceleration_levels: int = 10
+    num_turn_levels: int = 10
+    edge_hit_penalty: float = 0.0
+    use_full_observation: bool = True
+    num_other_agents_observed: int = 2
+    tagging_distance: float = 0.01
+    tag_reward_for_tagger: float = 1.0
+    step_penalty_for_tagger: float = 0.0
+    tag_penalty_for_runner: float = -1.0
+    step_reward_for_runner: float = 0.0
+    end_of_game_reward_for_runner: float = 1.0
+    runner_exits_game_after_tagged: bool = True
+
+    def __post_init__(self):
+        for name in ("num_taggers", "num_runners", "max_cycles", "num_acceleration_levels", "num_turn_levels",
+                     "num_other_agents_observed"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise ValueError(f"{name} must be a positive int, got {v!r}")
+        for name in ("grid_length", "max_speed"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"{name} must be > 0, got {getattr(self, name)!r}")
+        if not self.use_full_observation and self.num_other_agents_observed > self.num_agents - 1:
+            raise ValueError(f"num_other_agents_observed must be at most num_agents - 1 = {self.num_agents - 1}, "
+                             f"got {self.num_other_agents_observed}")
+        if not 0 <= self.tagging_distance <= 1:
+            raise ValueError(f"tagging_distance is a fraction of grid_length in [0, 1], got {self.tagging_distance}")
+
+    @property
+    def num_agents(self) -> int:
+        return self.num_taggers + self.num_runners
+
+    @property
+    def num_observed(self) -> int:
+        return self.num_agents - 1 if self.use_full_observation else self.num_other_agents_observed
+
+
+def groups(p: TagParams) -> tuple[Group, ...]:
+    k = p.num_observed
+    obs = (*(ObsBlock(n, k) for n in FEATURES), ObsBlock("time", 1))
+    act = gymnasium.spaces.MultiDiscrete([p.num_acceleration_levels + 1, p.num_turn_levels + 1])
+    return (Group("tagger", p.num_taggers, obs, act), Group("runner", p.num_runners, obs, act))
+
+
+def fields(p: TagParams) -> tuple[Field, ...]:
+    A, k = p.num_agents, p.num_observed
+    out = [
+        Field("pos_x", "f32", (A,), "x position"),
+        Field("pos_y", "f32", (A,), "y position"),
+        Field("speed", "f32", (A,), "speed"),
+        Field("acceleration", "f32", (A,), "acceleration"),
+        Field("heading", "f32", (A,), "heading in [0, 2 pi)"),
+        Field("tagged_by", "i32", (A,), "tagger that tagged this runner this step, else -1"),
+        Field("tags", "i32", (A,), "runners this tagger tagged this step"),
+        Field("runners_left", "i32", (), "runners still in the game"),
+    ]
+    # Declared (empty) in full mode too: the kernels type both branches of observe.
+    kk = 0 if p.use_full_observation else k
+    out += [Field("nbr_idx", "i32", (A, kk), "nearest-neighbour scratch: ids"),
+            Field("nbr_d2", "f32", (A, kk), "nearest-neighbour scratch: squared distances")]
+    return tuple(out)
+
+
+def constants(p: TagParams) -> dict:
+    return {"num_observed": p.num_observed}
+
+
+# ------------------------------------------------------------------ phases
+@kernel_fn
+def _actions(s, p, e, a):
+    """(acceleration index, turn index) of agent a."""
+    if a < p.tagger_hi:
+        return s.act_tagger[e, a, 0], s.act_tagger[e, a, 1]
+    return s.act_runner[e, a - p.runner_lo, 0], s.act_runner[e, a - p.runner_lo, 1]
+
+
+@kernel_fn
+def _level(idx, lo, hi, levels):
+    """Index 0 -> no change; index i -> value i-1 of `levels` evenly spaced in [lo, hi]."""
+    if idx <= 0:
+        return _ZERO
+    if levels <= 1:
+        return lo
+    return lo + np.float32(idx - 1) * (hi - lo) / np.float32(levels - 1)
+
+
+@kernel_fn
+def spawn(s, p, e, a):
+    L = p.grid_length
+    s.pos_x[e, a] = uniform(s, e, a, 0) * L
+    s.pos_y[e, a] = uniform(s, e, a, 1) * L
+    s.heading[e, a] = np.float32(randint(s, e, a, 2, 4)) * _HALF_PI
+    s.speed[e, a] = _ZERO
+    s.acceleration[e, a] = _ZERO
+    s.tagged_by[e, a] = -1
+    s.tags[e, a] = 0
+
+
+@kernel_fn
+def start(s, p, e):
+    s.runners_left[e] = p.num_runners
+
+
+@kernel_fn
+def move(s, p, e, a):
+    if not s.alive[e, a]:
+        return
+    acc_idx, turn_idx = _actions(s, p, e, a)
+    is_tagger = a < p.tagger_hi
+    skill = p.skill_level_tagger if is_tagger else p.skill_level_runner
+    top = p.max_speed * skill
+    acc = s.acceleration[e, a] + _level(acc_idx, p.min_acceleration, p.max_acceleration, p.num_acceleration_levels)
+    h = s.heading[e, a] + _level(turn_idx, p.min_turn, p.max_turn, p.num_turn_levels)
+    h = h - _TWO_PI * np.float32(math.floor(h / _TWO_PI))
+    if h >= _TWO_PI:
+        h = _ZERO
+    v = min(top, max(_ZERO, s.speed[e, a] + acc))
+    if v <= _ZERO or v >= top:
+        acc = _ZERO
+    x = s.pos_x[e, a] + v * np.float32(math.cos(h))
+    y = s.pos_y[e, a] + v * np.float32(math.sin(h))
+    L = p.grid_length
+    r = p.step_penalty_for_tagger if is_tagger else p.step_reward_for_runner
+    if x < _ZERO or x > L or y < _ZERO or y > L:
+        x = min(max(x, _ZERO), L)
+        y = min(max(y, _ZERO), L)
+        r += p.edge_hit_penalty
+    s.pos_x[e, a], s.pos_y[e, a] = x, y
+    s.speed[e, a], s.acceleration[e, a], s.heading[e, a] = v, acc, h
+    s.rew[e, a] += r
+
+
+@kernel_fn
+def find_tagger(s, p, e, a):
+    """A runner in the game finds its nearest tagger (lowest index on ties) and checks the tag."""
+    s.tagged_by[e, a] = -1
+    if a < p.runner_lo or not s.alive[e, a]:
+        return
+    x, y = s.pos_x[e, a], s.pos_y[e, a]
+    best, best_d2 = -1, _ZERO
+    for j in range(p.tagger_lo, p.tagger_hi):
+        dx, dy = s.pos_x[e, j] - x, s.pos_y[e, j] - y
+        d2 = dx * dx + dy * dy
+        if best < 0 or d2 < best_d2:
+            best, best_d2 = j, d2
+    reach = p.tagging_distance * p.grid_length
+    if best_d2 < reach * reach:
+        s.tagged_by[e, a] = best
+
+
+@kernel_fn
+def apply_tags(s, p, e, a):
+    """Runners take their own tag penalty; each tagger counts the runners it tagged."""
+    if a < p.tagger_hi:
+        n = 0
+        for r in range(p.runner_lo, p.runner_hi):
+            if s.tagged_by[e, r] == a:
+                n += 1
+        s.tags[e, a] = n
+        s.rew[e, a] += np.float32(n) * p.tag_reward_for_tagger
+        return
+    if s.tagged_by[e, a] >= 0:
+        s.rew[e, a] += p.tag_penalty_for_runner
+        if p.runner_exits_game_after_tagged:
+            s.alive[e, a] = 0
+            s.term[e, a] = 1
+            s.speed[e, a] = _ZERO
+            s.acceleration[e, a] = _ZERO
+    if s.alive[e, a] and s.t[e] >= p.max_cycles:
+        s.rew[e, a] += p.end_of_game_reward_for_runner
+
+
+@kernel_fn
+def count_runners(s, p, e):
+    if not p.runner_exits_game_after_tagged:
+        return
+    n = 0
+    for j in range(p.tagger_lo, p.tagger_hi):
+        n += s.tags[e, j]
+    s.runners_left[e] -= n
+    if s.runners_left[e] <= 0:
+        s.over[e] = 1
+
+
+@kernel_fn
+def _write_other(row, k, i, s, p, e, a, j):
+    """Writes agent j's features at slot i of agent a's feature-major observation row."""
+    row[i] = (s.pos_x[e, j] - s.pos_x[e, a]) / (_SQRT2 * p.grid_length)
+    row[k + i] = (s.pos_y[e, j] - s.pos_y[e, a]) / (_SQRT2 * p.grid_length)
+    row[2 * k + i] = (s.speed[e, j] - s.speed[e, a]) / (p.max_speed + _EPS)
+    row[3 * k + i] = (s.acceleration[e, j] - s.acceleration[e, a]) / (p.max_speed + _EPS)
+    row[4 * k + i] = (s.heading[e, j] - s.heading[e, a]) / _TWO_PI
+    row[5 * k + i] = _ONE if j < p.tagger_hi else _ZERO
+    row[6 * k + i] = _ONE if s.alive[e, j] else _ZERO
+
+
+@kernel_fn
+def _nearest(s, p, e, a):
+    """Fills agent a's neighbour scratch with the k nearest others in the game; returns how many."""
+    k = p.num_observed
+    x, y = s.pos_x[e, a], s.pos_y[e, a]
+    n = 0
+    for j in range(p.num_agents):
+        if j == a or not s.alive[e, j]:
+            continue
+        dx, dy = s.pos_x[e, j] - x, s.pos_y[e, j] - y
+        d2 = dx * dx + dy * dy
+        if n == k and d2 >= s.nbr_d2[e, a, k - 1]:
+            continue
+        i = n if n < k else k - 1
+        while i > 0 and s.nbr_d2[e, a, i - 1] > d2:
+            s.nbr_d2[e, a, i] = s.nbr_d2[e, a, i - 1]
+            s.nbr_idx[e, a, i] = s.nbr_idx[e, a, i - 1]
+            i -= 1
+        s.nbr_d2[e, a, i] = d2
+        s.nbr_idx[e, a, i] = j
+        if n < k:
+            n += 1
+    return n
+
+
+@kernel_fn
+def observe(s, p, e, a):
+    row = s.obs_tagger[e, a] if a < p.tagger_hi else s.obs_runner[e, a - p.runner_lo]
+    k = p.num_observed
+    for i in range(row.shape[0]):
+        row[i] = _ZERO
+    if not s.alive[e, a]:
+        return
+    if p.use_full_observation:
+        for j in range(p.num_agents):
+            if j != a:
+                _write_other(row, k, j if j < a else j - 1, s, p, e, a, j)
+    else:
+        n = _nearest(s, p, e, a)
+        for i in range(n):
+            _write_other(row, k, i, s, p, e, a, s.nbr_idx[e, a, i])
+    row[7 * k] = np.float32(s.t[e]) / np.float32(p.max_cycles)
+
+
+# ------------------------------------------------------------------ render
+def render(state: dict, p: TagParams, size: int = 320) -> np.ndarray:
+    """Top view: taggers red, runners blue, tagged runners grey."""
+    from gpu_zoo.core.render import Canvas
+
+    c = Canvas(size, (p.grid_length, p.grid_length))
+    for a in range(p.num_agents):
+        tagger = a < p.num_taggers
+        color = (220, 50, 47) if tagger else ((38, 139, 210) if state["alive"][a] else (170, 170, 170))
+        x, y, h = float(state["pos_x"][a]), float(state["pos_y"][a]), float(state["heading"][a])
+        c.disc(x, y, 0.028 * p.grid_length * (1.4 if tagger else 1.0), color)
+        c.heading(x, y, h, 0.06 * p.grid_length, color)
+    c.text_bar(int(state["t"]) / p.max_cycles)
+    return c.image
+
+
+SPEC = EnvSpec(
+    id="tag_continuous_v0",
+    params=TagParams,
+    groups=groups,
+    fields=fields,
+    reset=(PerAgent(spawn), PerEnv(start)),
+    step=(PerAgent(move), PerAgent(find_tagger), PerAgent(apply_tags), PerEnv(count_runners)),
+    observe=PerAgent(observe),
+    constants=constants,
+    render=render,
+    module=__name__,
+)

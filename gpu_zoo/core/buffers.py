@@ -40,8 +40,8 @@ class Buffers:
                                          for n, v in views.items()})
 
     def kernel_args(self, to_array) -> tuple:
-        """The three sections, converted for the target by ``to_array``."""
-        return tuple(to_array(self.sections[k]) for k in ("f32", "i32", "u8"))
+        """One array per field, in layout order, converted for the target by ``to_array``."""
+        return tuple(to_array(v) for v in self.raw.values())
 
     def nbytes(self) -> int:
         return self.storage.numel() * 4

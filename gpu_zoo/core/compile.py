@@ -119,18 +119,13 @@ def _stages(layout: Layout, autoreset: bool) -> tuple[_Stages, _Stages]:
     return step, reset
 
 
-def _views_source(layout: Layout, deco: str) -> str:
-    lines = [deco, "def _views(f32, i32, u8):", f"    E = i32.shape[0] // {layout.per_env['i32']}",
-             "    return State("]
-    for name, f in layout.fields.items():
-        sec = f.dtype
-        off, n = layout.offsets[name], math.prod(f.shape)
-        sl = f"{sec}[E * {off}:E * {off + n}]"
-        if f.shape:
-            sl += f".reshape((E, {', '.join(map(str, f.shape))}))"
-        lines.append(f"        {sl},")
-    lines.append("    )")
-    return "\n".join(lines)
+def _args(layout: Layout) -> str:
+    """Kernel parameters: one array per field (structs from the kernel's parameter space, no reshapes)."""
+    return ", ".join(f"f_{n}" for n in layout.fields)
+
+
+def _state(layout: Layout) -> str:
+    return f"State({_args(layout)})"
 
 
 def _const_literal(v) -> str:
@@ -163,10 +158,11 @@ def _save_final_source(layout: Layout, deco: str) -> str:
     return "\n".join(lines)
 
 
-def _cpu_body(name: str, stages: _Stages, A: int, layout_i32: int) -> str:
-    # The views are built inside the loop: a namedtuple crossing into a parfor body fails to lower.
-    out = ["@njit(parallel=True, cache=True, _nrt=False)", f"def {name}(f32, i32, u8):",
-           f"    for e in prange(i32.shape[0] // {layout_i32}):", "        s = _views(f32, i32, u8)",
+def _cpu_body(name: str, stages: _Stages, layout: Layout) -> str:
+    A = layout.num_agents
+    # The state tuple is built inside the loop: a namedtuple crossing into a parfor body fails to lower.
+    out = ["@njit(parallel=True, cache=True, _nrt=False)", f"def {name}({_args(layout)}):",
+           "    for e in prange(f_t.shape[0]):", f"        s = {_state(layout)}",
            "        p = _params(s, e)"]
     for kind, fn, guard in stages.items:
         ind = "        "
@@ -180,9 +176,10 @@ def _cpu_body(name: str, stages: _Stages, A: int, layout_i32: int) -> str:
     return "\n".join(out)
 
 
-def _cuda_body(name: str, stages: _Stages, A: int, shape: LaunchShape, sim: bool) -> str:
+def _cuda_body(name: str, stages: _Stages, layout: Layout, shape: LaunchShape, sim: bool) -> str:
+    A = layout.num_agents
     tpe, epb = shape.threads_per_env, shape.envs_per_block
-    out = ["@cuda.jit" if sim else "@cuda.jit(cache=True)", f"def {name}(f32, i32, u8):", "    s = _views(f32, i32, u8)",
+    out = ["@cuda.jit" if sim else "@cuda.jit(cache=True)", f"def {name}({_args(layout)}):", f"    s = {_state(layout)}",
            "    n_env = s.t.shape[0]", "    tid = cuda.threadIdx.x",
            f"    e = cuda.blockIdx.x * {epb} + tid // {tpe}", f"    lane = tid % {tpe}",
            "    ok = e < n_env", "    p = _params(s, min(e, n_env - 1))"]
@@ -211,10 +208,11 @@ def _dependency_hash(stages: list[_Stages]) -> str:
 
 def generate_source(layout: Layout, target: str, autoreset: bool, shape: LaunchShape | None) -> str:
     step, reset = _stages(layout, autoreset)
-    A = layout.num_agents
     imports = {**step.imports, **reset.imports}
     sim = target == "cudasim"
-    deco = "" if sim else "@njit(cache=True, _nrt=False)"
+    cuda = target != "cpu"
+    wrap = "plain" if sim else "cuda_device"
+    deco = {"cpu": "@njit(cache=True, _nrt=False)", "cudasim": "", "cuda": "@cuda.jit(device=True, forceinline=True)"}[target]
     params_src, param_names = _params_source(layout, deco)
     head = [
         f"# gpu_zoo kernels for {layout.spec.id}, target {target}, autoreset {autoreset}, launch {shape}",
@@ -223,17 +221,16 @@ def generate_source(layout: Layout, target: str, autoreset: bool, shape: LaunchS
         "from collections import namedtuple",
         "from numba import njit, prange" if target == "cpu" else "from numba import njit, cuda",
         *sorted(f"from {m} import {n} as {a}" for a, (m, n) in imports.items()),
-        *(["from gpu_zoo.core.simulate import as_python", "_memo = {}"] if sim else []),
-        *(f"{a} = as_python({a}, _memo)" for a in (sorted(imports) if sim else ())),
+        *(["from gpu_zoo.core.rebuild import rebuild, plain, cuda_device", "_memo = {}"] if cuda else []),
+        *(f"{a} = rebuild({a}, {wrap}, _memo)" for a in (sorted(imports) if cuda else ())),
         f"State = namedtuple('State', {tuple(layout.fields)!r})",
         f"Params = namedtuple('Params', {tuple(param_names)!r})",
     ]
-    parts = ["\n".join(head), _views_source(layout, deco), params_src, _save_final_source(layout, deco)]
+    parts = ["\n".join(head), params_src, _save_final_source(layout, deco)]
     if target == "cpu":
-        w = layout.per_env["i32"]
-        parts += [_cpu_body("step", step, A, w), _cpu_body("reset", reset, A, w)]
+        parts += [_cpu_body("step", step, layout), _cpu_body("reset", reset, layout)]
     else:
-        parts += [_cuda_body("step", step, A, shape, sim), _cuda_body("reset", reset, A, shape, sim)]
+        parts += [_cuda_body("step", step, layout, shape, sim), _cuda_body("reset", reset, layout, shape, sim)]
     return "\n\n\n".join(parts) + "\n"
 
 

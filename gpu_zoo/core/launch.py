@@ -97,7 +97,15 @@ class Launcher:
         elif self.simulator:
             kernel[self.shape.grid(self.num_envs), self.shape.block](*self._args)
         else:
-            kernel[self.shape.grid(self.num_envs), self.shape.block, self._stream()](*self._args)
+            try:
+                kernel[self.shape.grid(self.num_envs), self.shape.block, self._stream()](*self._args)
+            except RuntimeError as err:
+                if "Cannot pickle" not in str(err):
+                    raise
+                # Some numba-cuda builds link extra files into the kernel and cannot cache it:
+                # keep the compiled kernel in memory and run without the on-disk cache.
+                kernel._cache = compat.null_cache()
+                kernel[self.shape.grid(self.num_envs), self.shape.block, self._stream()](*self._args)
 
     def step(self):
         self._launch(self.module.step)

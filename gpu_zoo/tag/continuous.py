@@ -280,16 +280,21 @@ def _write_other(row, k, i, s, p, e, a, j):
 
 @kernel_fn
 def _nearest(s, p, e, a):
-    """Fills agent a's neighbour scratch with the k nearest others in the game; returns how many."""
+    """Fills agent a's neighbour scratch with the k nearest others in the game; returns how many.
+
+    Insertion into a sorted list of k; the k-th distance is kept in a register so most
+    candidates are rejected with one comparison. Ties keep the lower agent index first.
+    """
     k = p.num_observed
     x, y = s.pos_x[e, a], s.pos_y[e, a]
     n = 0
+    worst = _ZERO
     for j in range(p.num_agents):
         if j == a or not s.alive[e, j]:
             continue
         dx, dy = s.pos_x[e, j] - x, s.pos_y[e, j] - y
         d2 = dx * dx + dy * dy
-        if n == k and d2 >= s.nbr_d2[e, a, k - 1]:
+        if n == k and d2 >= worst:
             continue
         i = n if n < k else k - 1
         while i > 0 and s.nbr_d2[e, a, i - 1] > d2:
@@ -300,6 +305,7 @@ def _nearest(s, p, e, a):
         s.nbr_idx[e, a, i] = j
         if n < k:
             n += 1
+        worst = s.nbr_d2[e, a, n - 1]
     return n
 
 
@@ -307,9 +313,9 @@ def _nearest(s, p, e, a):
 def observe(s, p, e, a):
     row = s.obs_tagger[e, a] if a < p.tagger_hi else s.obs_runner[e, a - p.runner_lo]
     k = p.num_observed
-    for i in range(row.shape[0]):
-        row[i] = _ZERO
     if not s.alive[e, a]:
+        for i in range(row.shape[0]):
+            row[i] = _ZERO
         return
     if p.use_full_observation:
         for j in range(p.num_agents):
@@ -319,6 +325,9 @@ def observe(s, p, e, a):
         n = _nearest(s, p, e, a)
         for i in range(n):
             _write_other(row, k, i, s, p, e, a, s.nbr_idx[e, a, i])
+        for i in range(n, k):
+            for f in range(7):
+                row[f * k + i] = _ZERO
     row[7 * k] = np.float32(s.t[e]) / np.float32(p.max_cycles)
 
 

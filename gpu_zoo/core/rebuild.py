@@ -1,0 +1,43 @@
+"""Rebuilding njit functions for another target: the CUDA simulator, or CUDA device functions.
+
+An env's phase functions are ``numba.njit`` functions that call other njit helpers. For the
+CUDA target each one is rebuilt from its Python code as a force-inlined CUDA device function,
+and every njit function it reaches is swapped for such a rebuilt copy: the kernel then becomes
+one function, and the state namedtuple is never passed (or copied) between calls. For the
+simulator, the copies stay plain Python, since it hands kernels fake device arrays that
+compiled functions cannot take. Either way the kernel runs the very same env source.
+"""
+
+from __future__ import annotations
+
+import types
+from collections.abc import Callable
+
+from numba.core.dispatcher import Dispatcher
+
+
+def rebuild(fn, wrap: Callable, memo: dict):
+    """``wrap`` applied to a twin of njit function ``fn`` whose njit globals are rebuilt likewise."""
+    if not isinstance(fn, Dispatcher):
+        return fn
+    if fn in memo:
+        return memo[fn]
+    py = fn.py_func
+    namespace: dict = {}
+    twin = types.FunctionType(py.__code__, namespace, py.__name__, py.__defaults__, py.__closure__)
+    twin.__module__ = py.__module__
+    twin.__qualname__ = py.__qualname__
+    memo[fn] = wrapped = wrap(twin)
+    for k, v in py.__globals__.items():
+        namespace[k] = rebuild(v, wrap, memo) if isinstance(v, Dispatcher) else v
+    return wrapped
+
+
+def plain(fn):
+    return fn
+
+
+def cuda_device(fn):
+    from numba import cuda
+
+    return cuda.jit(device=True, forceinline=True)(fn)

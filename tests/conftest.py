@@ -1,0 +1,37 @@
+"""Test set-up: CUDA kernels run under Numba's CUDA simulator unless a real GPU is asked for.
+
+``GPU_ZOO_REAL_CUDA=1 pytest`` runs the same suite against real CUDA kernels (on a GPU host).
+The simulator must be switched on before Numba is first imported, hence at the top of conftest.
+"""
+
+import os
+
+REAL_CUDA = os.environ.get("GPU_ZOO_REAL_CUDA") == "1"
+if not REAL_CUDA:
+    os.environ["NUMBA_ENABLE_CUDASIM"] = "1"
+
+import pytest  # noqa: E402
+import torch  # noqa: E402
+
+
+def pytest_addoption(parser):
+    parser.addoption("--all", action="store_true", help="run the larger test matrix and slow tests")
+
+
+def pytest_collection_modifyitems(config, items):
+    if not config.getoption("--all"):
+        skip = pytest.mark.skip(reason="slow: run with --all")
+        for item in items:
+            if "slow" in item.keywords:
+                item.add_marker(skip)
+    if not REAL_CUDA:
+        skip = pytest.mark.skip(reason="needs a real GPU: GPU_ZOO_REAL_CUDA=1")
+        for item in items:
+            if "cuda" in item.keywords:
+                item.add_marker(skip)
+
+
+@pytest.fixture
+def cuda_device() -> torch.device:
+    """Where the CUDA target's tensors live: the GPU, or the CPU under the simulator."""
+    return torch.device("cuda") if REAL_CUDA else torch.device("cpu")

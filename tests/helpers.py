@@ -1,0 +1,25 @@
+"""Shared small configurations, so the whole suite compiles few kernels."""
+
+import torch
+
+import gpu_zoo
+
+# One structural configuration of Tag for most tests (floats are runtime params: no recompile).
+TAG_SMALL = dict(num_taggers=2, num_runners=3, max_cycles=6)
+
+
+def tag_env(num_envs=2, **kw):
+    return gpu_zoo.make("tag_continuous_v0", num_envs=num_envs, device="cpu", **{**TAG_SMALL, **kw})
+
+
+def noop_actions(env):
+    return {g: torch.zeros_like(env.actions[g]) for g in env.groups}
+
+
+def random_actions(env, gen):
+    out = {}
+    for g in env.groups:
+        sp = env.single_action_space(g)
+        high = torch.as_tensor(sp.nvec if hasattr(sp, "nvec") else sp.n)
+        out[g] = (torch.rand(env.actions[g].shape, generator=gen) * high).long()
+    return out

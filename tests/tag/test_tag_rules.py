@@ -1,0 +1,123 @@
+"""Tag (continuous) rules on hand-built states: exact rewards, flags and observations."""
+
+import math
+
+import pytest
+import torch
+
+from tests.helpers import noop_actions, tag_env
+
+# Agents 0, 1 are taggers; 2, 3, 4 runners. Speeds start at 0 and no-op actions keep them there.
+
+
+def place(env, xs, ys, e=0):
+    env.state.pos_x[e] = torch.tensor(xs, dtype=torch.float32)
+    env.state.pos_y[e] = torch.tensor(ys, dtype=torch.float32)
+
+
+@pytest.fixture
+def env():
+    env = tag_env(num_envs=1, tagging_distance=0.05, end_of_game_reward_for_runner=0.0)  # reach 0.5
+    env.reset(seed=0)
+    return env
+
+
+def test_tag_just_inside_the_distance(env):
+    place(env, [5.0, 9.0, 5.0 + 0.499, 1.0, 1.0], [5.0, 9.0, 5.0, 8.0, 2.0])
+    _, rew, term, trunc, _ = env.step(noop_actions(env))
+    assert rew["runner"][0].tolist() == [-1.0, 0.0, 0.0]
+    assert rew["tagger"][0].tolist() == [1.0, 0.0]
+    assert term["runner"][0].tolist() == [True, False, False]
+    assert not env.state.alive[0, 2]
+    assert env.state.runners_left[0] == 2
+
+
+def test_no_tag_just_outside_the_distance(env):
+    place(env, [5.0, 9.0, 5.0 + 0.501, 1.0, 1.0], [5.0, 9.0, 5.0, 8.0, 2.0])
+    _, rew, term, _, _ = env.step(noop_actions(env))
+    assert rew["runner"][0].tolist() == [0.0, 0.0, 0.0]
+    assert rew["tagger"][0].tolist() == [0.0, 0.0]
+    assert not term["runner"].any()
+
+
+def test_one_tagger_tagging_two_runners_is_credited_twice(env):
+    place(env, [5.0, 9.0, 5.2, 4.8, 1.0], [5.0, 9.0, 5.0, 5.1, 2.0])
+    _, rew, term, _, info = env.step(noop_actions(env))
+    assert rew["tagger"][0].tolist() == [2.0, 0.0]
+    assert rew["runner"][0].tolist() == [-1.0, -1.0, 0.0]
+    assert int(env.state.tags[0, 0]) == 2
+
+
+def test_a_runner_is_tagged_by_its_nearest_tagger(env):
+    place(env, [5.0, 5.3, 5.2, 1.0, 1.0], [5.0, 5.0, 5.0, 8.0, 2.0])
+    _, rew, _, _, _ = env.step(noop_actions(env))
+    assert rew["tagger"][0].tolist() == [0.0, 1.0]
+
+
+def test_tagging_every_runner_terminates_everyone(env):
+    place(env, [5.0, 2.0, 5.1, 4.9, 2.1], [5.0, 2.0, 5.0, 5.0, 2.0])
+    _, rew, term, trunc, info = env.step(noop_actions(env))
+    assert bool(info["done"][0])
+    assert term["runner"][0].all() and term["tagger"][0].all()
+    assert not trunc["tagger"].any()
+    # Auto-reset: a fresh episode with everyone back in the game.
+    assert env.state.alive[0].all() and int(env.state.t[0]) == 0
+    assert int(env.state.ep_count[0]) == 1 and int(env.state.last_len[0]) == 1
+
+
+def test_edge_is_clipped_with_penalty(env):
+    env.set_params(edge_hit_penalty=-0.25)
+    place(env, [9.9, 1.0, 3.0, 3.0, 3.0], [5.0, 1.0, 8.0, 2.0, 5.0])
+    env.state.heading[0, 0] = 0.0  # facing +x
+    env.state.speed[0, 0] = 0.5
+    _, rew, _, _, _ = env.step(noop_actions(env))
+    assert float(env.state.pos_x[0, 0]) == pytest.approx(10.0)
+    assert float(rew["tagger"][0, 0]) == pytest.approx(-0.25)
+    assert float(rew["tagger"][0, 1]) == 0.0
+
+
+def test_acceleration_turn_and_speed_limit():
+    env = tag_env(num_envs=1, max_speed=0.3, tagging_distance=0.0)
+    env.reset(seed=0)
+    place(env, [5.0, 1.0, 8.0, 8.0, 2.0], [5.0, 1.0, 8.0, 2.0, 8.0])
+    env.state.heading[0, 0] = 0.0
+    acts = noop_actions(env)
+    acts["tagger"][0, 0] = torch.tensor([10, 10])  # max acceleration 1.0, max turn +pi/2
+    env.step(acts)
+    assert float(env.state.heading[0, 0]) == pytest.approx(math.pi / 2, abs=1e-6)
+    assert float(env.state.speed[0, 0]) == pytest.approx(0.3)  # clipped to max_speed * skill
+    assert float(env.state.acceleration[0, 0]) == 0.0  # reset at the limit
+    assert float(env.state.pos_y[0, 0]) == pytest.approx(5.3, abs=1e-5)
+
+
+def test_end_of_game_reward_and_truncation():
+    env = tag_env(num_envs=1, tagging_distance=0.0, end_of_game_reward_for_runner=2.5)
+    env.reset(seed=0)
+    for _ in range(5):
+        _, rew, term, trunc, _ = env.step(noop_actions(env))
+        assert not trunc["runner"].any()
+    _, rew, term, trunc, info = env.step(noop_actions(env))
+    assert rew["runner"][0].tolist() == [2.5, 2.5, 2.5]
+    assert trunc["runner"][0].all() and trunc["tagger"][0].all() and not term["runner"].any()
+    assert torch.equal(env.state.last_ret[0, 2:], torch.full((3,), 2.5))
+
+
+def test_full_observation_layout(env):
+    place(env, [5.0, 9.0, 1.0, 1.0, 1.0], [5.0, 9.0, 1.0, 8.0, 2.0])
+    obs, *_ = env.step(noop_actions(env))
+    o = obs["tagger"][0, 0]
+    gi = env.layout.groups["tagger"]
+    start, k = gi.obs_offsets["rel_x"]
+    scale = math.sqrt(2.0) * 10.0
+    assert o[start:start + k].tolist() == pytest.approx([4.0 / scale, -4.0 / scale, -4.0 / scale, -4.0 / scale])
+    s, n = gi.obs_offsets["is_tagger"]
+    assert o[s:s + n].tolist() == [1.0, 0.0, 0.0, 0.0]
+    s, _ = gi.obs_offsets["time"]
+    assert float(o[s]) == pytest.approx(1 / 6)
+
+
+def test_tagged_runner_observes_zeros(env):
+    place(env, [5.0, 9.0, 5.1, 1.0, 1.0], [5.0, 9.0, 5.0, 8.0, 2.0])
+    obs, *_ = env.step(noop_actions(env))
+    assert not obs["runner"][0, 0].any()
+    assert obs["runner"][0, 1].any()

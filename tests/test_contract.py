@@ -1,0 +1,128 @@
+"""The batched API's contract: shapes, buffers, auto-reset, seeds, and errors for bad input."""
+
+import numpy as np
+import pytest
+import torch
+
+import gpu_zoo
+from tests.helpers import TAG_SMALL, noop_actions, random_actions, tag_env
+
+
+@pytest.fixture(scope="module")
+def env():
+    return tag_env(num_envs=4)
+
+
+def test_shapes_dtypes_and_spaces(env):
+    obs = env.reset(seed=0)
+    for g in env.groups:
+        n, space = env.group_size(g), env.single_observation_space(g)
+        assert obs[g].shape == (4, n, space.shape[0]) and obs[g].dtype == torch.float32
+        assert env.single_observation_space(g) is space
+        assert env.actions[g].shape == (4, n, 2)
+        assert space.contains(obs[g][0, 0].numpy())
+
+
+def test_outputs_are_reused_buffers(env):
+    env.reset(seed=0)
+    first = env.step(noop_actions(env))
+    second = env.step(noop_actions(env))
+    for a, b in zip(first[:4], second[:4], strict=True):
+        for g in env.groups:
+            assert a[g] is b[g]
+
+
+def test_auto_reset_keeps_final_obs_and_draws_a_new_start(env):
+    env.reset(seed=3)
+    start = env.state.pos_x.clone()
+    gen = torch.Generator().manual_seed(0)
+    for t in range(TAG_SMALL["max_cycles"]):
+        obs, rew, term, trunc, info = env.step(random_actions(env, gen))
+    assert info["done"].all()
+    assert trunc["tagger"].all()
+    # final_obs holds the last observation of the finished episode: time = 1.
+    time_idx = env.layout.groups["tagger"].obs_offsets["time"][0]
+    assert torch.allclose(info["final_obs"]["tagger"][..., time_idx], torch.ones(4, 2))
+    assert torch.allclose(obs["tagger"][..., time_idx], torch.zeros(4, 2))
+    assert not torch.equal(env.state.pos_x, start), "the next episode must start afresh"
+    assert (env.state.episode == 1).all() and (env.state.ep_count == 1).all()
+    assert (env.episode_stats()["length"] == TAG_SMALL["max_cycles"]).all()
+
+
+def test_seeds_replay_and_differ(env):
+    env.reset(seed=7)
+    a = env.state.pos_x.clone()
+    env.reset(seed=7)
+    assert torch.equal(a, env.state.pos_x)
+    env.reset(seed=8)
+    assert not torch.equal(a, env.state.pos_x)
+    assert not torch.equal(a[0], a[1]), "envs of one batch start differently"
+    env.reset()
+    assert not torch.equal(a, env.state.pos_x), "reset() without a seed starts a new episode"
+
+
+def test_trajectories_replay_exactly(env):
+    def run():
+        env.reset(seed=5)
+        gen = torch.Generator().manual_seed(1)
+        out = []
+        for _ in range(10):
+            obs, rew, *_ = env.step(random_actions(env, gen))
+            out.append((obs["runner"].clone(), rew["tagger"].clone()))
+        return out
+
+    for (o1, r1), (o2, r2) in zip(run(), run(), strict=True):
+        assert torch.equal(o1, o2) and torch.equal(r1, r2)
+
+
+@pytest.mark.parametrize(
+    "bad, match",
+    [
+        (lambda e: {"tagger": e.actions["tagger"].clone()}, "exactly the groups"),
+        (lambda e: {**noop_actions(e), "dog": torch.zeros(1)}, "exactly the groups"),
+        (lambda e: {**noop_actions(e), "tagger": torch.zeros(4, 2)}, "shape"),
+        (lambda e: {**noop_actions(e), "tagger": torch.zeros(4, 2, 2)}, "integer dtype"),
+        (lambda e: {**noop_actions(e), "tagger": torch.full((4, 2, 2), 11)}, "out of range"),
+        (lambda e: {**noop_actions(e), "tagger": torch.full((4, 2, 2), -1)}, "out of range"),
+        (lambda e: {**noop_actions(e), "tagger": np.zeros((4, 2, 2), np.int64)}, "torch.Tensor"),
+        (lambda e: [1, 2], "dict"),
+    ],
+)
+def test_bad_actions_raise_and_leave_the_env_usable(env, bad, match):
+    env.reset(seed=0)
+    before = env.state.pos_x.clone()
+    with pytest.raises(ValueError, match=match):
+        env.step(bad(env))
+    assert torch.equal(before, env.state.pos_x), "a rejected step must not change state"
+    env.step(noop_actions(env))
+    assert (env.state.t == 1).all()
+
+
+def test_bad_construction_arguments():
+    with pytest.raises(TypeError, match="unknown argument"):
+        gpu_zoo.make("tag_continuous_v0", num_envs=1, device="cpu", num_taggerz=3)
+    with pytest.raises(ValueError, match="num_taggers"):
+        gpu_zoo.make("tag_continuous_v0", num_envs=1, device="cpu", num_taggers=0)
+    with pytest.raises(ValueError, match="num_envs"):
+        gpu_zoo.make("tag_continuous_v0", num_envs=0, device="cpu")
+    with pytest.raises(ValueError, match="unknown env id"):
+        gpu_zoo.make("tag_v9")
+    with pytest.raises(ValueError, match="num_other_agents_observed"):
+        gpu_zoo.make("tag_continuous_v0", device="cpu", use_full_observation=False, num_other_agents_observed=99)
+
+
+def test_step_before_reset_and_unknown_group():
+    e = tag_env(num_envs=1)
+    with pytest.raises(RuntimeError, match="reset"):
+        e.step(noop_actions(e))
+    with pytest.raises(ValueError, match="unknown group"):
+        e.single_action_space("dog")
+    with pytest.raises(ValueError, match="runtime param"):
+        e.set_params(num_taggers=3.0)
+
+
+def test_render_is_an_rgb_frame(env):
+    env.reset(seed=0)
+    frame = env.render(1)
+    assert frame.dtype == np.uint8 and frame.ndim == 3 and frame.shape[2] == 3
+    assert len(np.unique(frame.reshape(-1, 3), axis=0)) > 3

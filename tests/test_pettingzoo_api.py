@@ -1,0 +1,75 @@
+"""PettingZoo's own conformance tests on every registered environment."""
+
+import os
+
+import numpy as np
+import pytest
+from pettingzoo.test import api_test, max_cycles_test, parallel_api_test, parallel_seed_test, render_test
+
+from gpu_zoo.tag import tag_continuous_v0
+from tests.helpers import TAG_SMALL
+
+MODULES = {"tag_continuous_v0": (tag_continuous_v0, TAG_SMALL)}
+
+
+@pytest.mark.parametrize("name", sorted(MODULES))
+def test_parallel_api(name):
+    mod, kw = MODULES[name]
+    parallel_api_test(mod.parallel_env(**kw), num_cycles=50)
+
+
+@pytest.mark.parametrize("name", sorted(MODULES))
+def test_parallel_seed(name):
+    mod, kw = MODULES[name]
+    parallel_seed_test(lambda: mod.parallel_env(**kw), num_cycles=20)
+
+
+@pytest.mark.parametrize("name", sorted(MODULES))
+def test_aec_api(name):
+    mod, kw = MODULES[name]
+    api_test(mod.env(**kw), num_cycles=30)
+
+
+@pytest.mark.parametrize("name", sorted(MODULES))
+def test_max_cycles(name):
+    max_cycles_test(MODULES[name][0])
+
+
+@pytest.mark.parametrize("name", sorted(MODULES))
+def test_render(name):
+    pytest.importorskip("pygame")
+    os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
+    mod, kw = MODULES[name]
+    render_test(lambda render_mode=None: mod.env(render_mode=render_mode, **kw))
+
+
+def test_agents_leave_and_never_return():
+    env = tag_continuous_v0.parallel_env(**TAG_SMALL, tagging_distance=1.0)  # every runner is tagged at once
+    env.reset(seed=0)
+    obs, rew, term, trunc, info = env.step({a: env.action_space(a).sample() for a in env.agents})
+    assert all(term.values()) and env.agents == []
+    assert rew["tagger_0"] + rew["tagger_1"] == 3.0
+    assert env.step({}) == ({}, {}, {}, {}, {})
+
+
+def test_bad_parallel_actions():
+    env = tag_continuous_v0.parallel_env(**TAG_SMALL)
+    env.reset(seed=0)
+    acts = {a: env.action_space(a).sample() for a in env.agents}
+    with pytest.raises(ValueError, match="unknown agent"):
+        env.step({**acts, "wolf_0": np.array([0, 0])})
+    with pytest.raises(ValueError, match="no action for live agent"):
+        env.step({k: v for k, v in acts.items() if k != "runner_1"})
+    with pytest.raises(ValueError, match="element of MultiDiscrete"):
+        env.step({**acts, "runner_1": np.array([99, 0])})
+    obs, *_ = env.step(acts)
+    assert set(obs) == set(env.possible_agents)
+
+
+def test_state_and_spaces():
+    env = tag_continuous_v0.parallel_env(**TAG_SMALL)
+    obs, _ = env.reset(seed=0)
+    assert env.state().shape == env.state_space.shape
+    assert env.observation_space("runner_0") is env.observation_space("runner_0")
+    assert env.observation_space("runner_0") is not env.observation_space("runner_1")
+    assert all(env.observation_space(a).contains(o) for a, o in obs.items())

@@ -1,0 +1,19 @@
+"""The registry lists exactly the env modules on disk, and every id builds."""
+
+import pathlib
+
+import gpu_zoo
+
+ROOT = pathlib.Path(gpu_zoo.__file__).parent
+
+
+def test_registry_matches_versioned_modules_on_disk():
+    on_disk = {p.stem for family in ("tag", "economy") for p in (ROOT / family).glob("*_v[0-9]*.py")}
+    assert on_disk == set(gpu_zoo.registered_envs())
+
+
+def test_every_id_has_a_consistent_spec():
+    for env_id in gpu_zoo.registered_envs():
+        spec = gpu_zoo.get_spec(env_id)
+        assert spec.id == env_id
+        assert spec.module and spec.render is not None

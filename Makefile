@@ -1,0 +1,31 @@
+# Everything runs from a local virtual environment that these targets create on first use.
+#   make run    train-free demo: a Tag rollout on the GPU if there is one, else the CPU, with progress
+#   make test   the test suite (CUDA kernels run under Numba's CUDA simulator when there is no GPU)
+
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+# torch is a plain dependency (any recent release works); this default is a small CPU build
+# where one is available locally. Use `make TORCH=torch` (or any spec) to choose another.
+TORCH ?= torch==2.13.0
+
+.PHONY: run test lint clean
+
+$(VENV)/.ready: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -c "import torch" 2>/dev/null || $(BIN)/python -m pip install -q "$(TORCH)"
+	$(BIN)/python -m pip install -q -e ".[dev]"
+	touch $@
+
+run: $(VENV)/.ready
+	$(BIN)/python -m trainers.rollout $(ARGS)
+
+test: $(VENV)/.ready
+	$(BIN)/python -m pytest -q $(ARGS); rc=$$?; if [ $$rc -eq 5 ]; then echo "no tests collected"; rc=0; fi; exit $$rc
+
+lint: $(VENV)/.ready
+	$(BIN)/python -m ruff check gpu_zoo trainers benchmarks tests
+
+clean:
+	rm -rf $(VENV) .pytest_cache

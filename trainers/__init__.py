@@ -1,0 +1,1 @@
+"""Training and running gpu_zoo environments end to end on one device."""

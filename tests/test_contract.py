@@ -36,7 +36,7 @@ def test_auto_reset_keeps_final_obs_and_draws_a_new_start(env):
     env.reset(seed=3)
     start = env.state.pos_x.clone()
     gen = torch.Generator().manual_seed(0)
-    for t in range(TAG_SMALL["max_cycles"]):
+    for _ in range(TAG_SMALL["max_cycles"]):
         obs, rew, term, trunc, info = env.step(random_actions(env, gen))
     assert info["done"].all()
     assert trunc["tagger"].all()

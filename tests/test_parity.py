@@ -30,7 +30,7 @@ def assert_same_state(cpu: BatchedEnv, other: BatchedEnv, where: str):
     for name, a in cpu.buffers.raw.items():
         b = other.buffers.raw[name].cpu()
         if a.dtype == torch.float32:
-            torch.testing.assert_close(b, a, rtol=1e-5, atol=2e-5, msg=lambda m: f"{where}, field {name}: {m}")
+            torch.testing.assert_close(b, a, rtol=1e-5, atol=2e-5, msg=lambda m, n=name: f"{where}, field {n}: {m}")
         else:
             assert torch.equal(a, b), f"{where}, field {name}: {a} != {b}"
 

@@ -33,7 +33,6 @@ from . import rng as _rng
 from .layout import Layout
 from .spec import PerAgent, PerEnv
 
-_NUMPY_TYPES = {"f32": "np.float32", "i32": "np.int32", "u8": "np.uint8"}
 
 
 @dataclass(frozen=True)
@@ -179,7 +178,8 @@ def _cpu_body(name: str, stages: _Stages, layout: Layout) -> str:
 def _cuda_body(name: str, stages: _Stages, layout: Layout, shape: LaunchShape, sim: bool) -> str:
     A = layout.num_agents
     tpe, epb = shape.threads_per_env, shape.envs_per_block
-    out = ["@cuda.jit" if sim else "@cuda.jit(cache=True)", f"def {name}({_args(layout)}):", f"    s = {_state(layout)}",
+    out = ["@cuda.jit" if sim else "@cuda.jit(cache=True)", f"def {name}({_args(layout)}):",
+           f"    s = {_state(layout)}",
            "    n_env = s.t.shape[0]", "    tid = cuda.threadIdx.x",
            f"    e = cuda.blockIdx.x * {epb} + tid // {tpe}", f"    lane = tid % {tpe}",
            "    ok = e < n_env", "    p = _params(s, min(e, n_env - 1))"]
@@ -212,7 +212,8 @@ def generate_source(layout: Layout, target: str, autoreset: bool, shape: LaunchS
     sim = target == "cudasim"
     cuda = target != "cpu"
     wrap = "plain" if sim else "cuda_device"
-    deco = {"cpu": "@njit(cache=True, _nrt=False)", "cudasim": "", "cuda": "@cuda.jit(device=True, forceinline=True)"}[target]
+    deco = {"cpu": "@njit(cache=True, _nrt=False)", "cudasim": "",
+            "cuda": "@cuda.jit(device=True, forceinline=True)"}[target]
     params_src, param_names = _params_source(layout, deco)
     head = [
         f"# gpu_zoo kernels for {layout.spec.id}, target {target}, autoreset {autoreset}, launch {shape}",

@@ -44,8 +44,10 @@ class GpuZooParallelEnv(ParallelEnv):
                 self._slots[f"{g}_{i}"] = (g, i, gi.lo + i)
         self.possible_agents = list(self._slots)
         self.agents: list[str] = []
-        self._obs_spaces = {a: copy.deepcopy(layout.groups[g].observation_space) for a, (g, _, _) in self._slots.items()}
-        self._act_spaces = {a: copy.deepcopy(layout.groups[g].action_space) for a, (g, _, _) in self._slots.items()}
+        # One space object per agent (not shared), so each agent's action space seeds on its own.
+        group_of = {a: layout.groups[g] for a, (g, _, _) in self._slots.items()}
+        self._obs_spaces = {a: copy.deepcopy(gi.observation_space) for a, gi in group_of.items()}
+        self._act_spaces = {a: copy.deepcopy(gi.action_space) for a, gi in group_of.items()}
         size = sum(gi.count * gi.group.obs_size for gi in layout.groups.values())
         self.state_space = gymnasium.spaces.Box(-np.inf, np.inf, (size,), np.float32)
         self._window = None

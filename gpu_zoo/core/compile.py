@@ -34,7 +34,6 @@ from .layout import Layout
 from .spec import PerAgent, PerEnv
 
 
-
 @dataclass(frozen=True)
 class LaunchShape:
     """How CUDA threads map to environments and agents (compile-time for the kernel)."""

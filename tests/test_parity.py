@@ -9,21 +9,13 @@ import torch
 
 import gpu_zoo
 from gpu_zoo.core.batched import BatchedEnv
+from tests.helpers import random_actions
 
 CASES = {
     "tag_full": ("tag_continuous_v0", dict(num_taggers=2, num_runners=3, max_cycles=6, tagging_distance=0.15)),
     "tag_knn": ("tag_continuous_v0", dict(num_taggers=1, num_runners=5, max_cycles=5, tagging_distance=0.2,
                                           use_full_observation=False, num_other_agents_observed=3)),
 }
-
-
-def _random_actions(env: BatchedEnv, gen: torch.Generator) -> dict:
-    out = {}
-    for g in env.groups:
-        sp = env.single_action_space(g)
-        high = torch.as_tensor(sp.nvec if hasattr(sp, "nvec") else sp.n)
-        out[g] = (torch.rand(env.actions[g].shape, generator=gen) * high).long()
-    return out
 
 
 def assert_same_state(cpu: BatchedEnv, other: BatchedEnv, where: str):
@@ -47,7 +39,7 @@ def test_cpu_and_cuda_targets_agree(case, cuda_device):
     assert_same_state(cpu, gpu, "after reset")
     gen = torch.Generator().manual_seed(3)
     for t in range(12):
-        acts = _random_actions(cpu, gen)
+        acts = random_actions(cpu, gen)
         cpu.step(acts)
         gpu.step({g: a.to(cuda_device) for g, a in acts.items()})
         assert_same_state(cpu, gpu, f"step {t}")

@@ -15,11 +15,3 @@ def tag_env(num_envs=2, **kw):
 def noop_actions(env):
     return {g: torch.zeros_like(env.actions[g]) for g in env.groups}
 
-
-def random_actions(env, gen):
-    out = {}
-    for g in env.groups:
-        sp = env.single_action_space(g)
-        high = torch.as_tensor(sp.nvec if hasattr(sp, "nvec") else sp.n)
-        out[g] = (torch.rand(env.actions[g].shape, generator=gen) * high).long()
-    return out

@@ -12,27 +12,18 @@ from tests.helpers import TAG_SMALL
 MODULES = {"tag_continuous_v0": (tag_continuous_v0, TAG_SMALL)}
 
 
+CHECKS = {
+    "parallel_api": lambda mod, kw: parallel_api_test(mod.parallel_env(**kw), num_cycles=50),
+    "parallel_seed": lambda mod, kw: parallel_seed_test(lambda: mod.parallel_env(**kw), num_cycles=20),
+    "aec_api": lambda mod, kw: api_test(mod.env(**kw), num_cycles=30),
+    "max_cycles": lambda mod, kw: max_cycles_test(mod),
+}
+
+
+@pytest.mark.parametrize("check", sorted(CHECKS))
 @pytest.mark.parametrize("name", sorted(MODULES))
-def test_parallel_api(name):
-    mod, kw = MODULES[name]
-    parallel_api_test(mod.parallel_env(**kw), num_cycles=50)
-
-
-@pytest.mark.parametrize("name", sorted(MODULES))
-def test_parallel_seed(name):
-    mod, kw = MODULES[name]
-    parallel_seed_test(lambda: mod.parallel_env(**kw), num_cycles=20)
-
-
-@pytest.mark.parametrize("name", sorted(MODULES))
-def test_aec_api(name):
-    mod, kw = MODULES[name]
-    api_test(mod.env(**kw), num_cycles=30)
-
-
-@pytest.mark.parametrize("name", sorted(MODULES))
-def test_max_cycles(name):
-    max_cycles_test(MODULES[name][0])
+def test_pettingzoo_conformance(name, check):
+    CHECKS[check](*MODULES[name])
 
 
 @pytest.mark.parametrize("name", sorted(MODULES))

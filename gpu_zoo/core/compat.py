@@ -34,11 +34,3 @@ def configure_cpu_threading():
     if "NUMBA_THREADING_LAYER" not in os.environ and numba.config.THREADING_LAYER == "default":
         numba.config.THREADING_LAYER = "workqueue"
 
-
-def null_cache():
-    """A no-op kernel cache of the installed numba-cuda, to switch a dispatcher's disk cache off."""
-    try:
-        from numba.cuda.core.caching import NullCache
-    except ImportError:
-        from numba.core.caching import NullCache
-    return NullCache()

@@ -35,6 +35,11 @@ def default_device() -> torch.device:
     return torch.device("cuda") if cuda_usable() else torch.device("cpu")
 
 
+def _host_array(t: torch.Tensor):
+    """Zero-copy NumPy view of a CPU tensor (the CPU target and the CUDA simulator take these)."""
+    return t.numpy()
+
+
 class Launcher:
     """Runs the ``step`` and ``reset`` kernels of one layout on one set of buffers.
 
@@ -50,7 +55,7 @@ class Launcher:
                 raise ValueError(f"the cpu target needs CPU tensors, got device {dev}")
             compat.configure_cpu_threading()
             self.shape = None
-            self._args = buffers.kernel_args(lambda t: t.numpy())
+            self._to_array = _host_array
         elif target == "cuda":
             cuda = compat.import_cuda()
             self.simulator = simulator_enabled()
@@ -59,13 +64,13 @@ class Launcher:
                                  f"NUMBA_ENABLE_CUDASIM=1; got device {dev} with the simulator "
                                  f"{'on' if self.simulator else 'off'}")
             self.shape = launch_shape(layout.num_agents, self.simulator, block)
-            to_array = (lambda t: t.numpy()) if self.simulator else cuda.as_cuda_array
-            self._args = buffers.kernel_args(to_array)
+            self._to_array = _host_array if self.simulator else cuda.as_cuda_array
             self._cuda = cuda
             self._stream_handle = None
         else:
             raise ValueError(f"target must be 'cpu' or 'cuda', got {target!r}")
         self.num_envs = buffers.num_envs
+        self._args = buffers.kernel_args(self._to_array)
         key = (layout.key(), target, autoreset, self.shape)
         if key not in _loaded:
             t0 = time.perf_counter()
@@ -78,11 +83,11 @@ class Launcher:
         self.compile_key = key
 
     def _warm(self, buffers: Buffers):
-        """Compiles both kernels now (on a throwaway copy) so the first real call is not slow."""
-        saved = buffers.storage.clone()
-        self.reset()
-        self.step()
-        buffers.storage.copy_(saved)
+        """Compiles both kernels now, on a one-env scratch batch, so the first real call is not slow."""
+        scratch = Buffers(buffers.layout, 1, buffers.device)
+        args = scratch.kernel_args(self._to_array)
+        self._launch(self.module.reset, args, 1)
+        self._launch(self.module.step, args, 1)
 
     def _stream(self):
         handle = torch.cuda.current_stream().cuda_stream
@@ -91,21 +96,16 @@ class Launcher:
             self._numba_stream = self._cuda.external_stream(handle)
         return self._numba_stream
 
-    def _launch(self, kernel):
+    def _launch(self, kernel, args=None, num_envs=None):
+        args = self._args if args is None else args
         if self.target == "cpu":
-            kernel(*self._args)
-        elif self.simulator:
-            kernel[self.shape.grid(self.num_envs), self.shape.block](*self._args)
+            kernel(*args)
+            return
+        grid = self.shape.grid(self.num_envs if num_envs is None else num_envs)
+        if self.simulator:
+            kernel[grid, self.shape.block](*args)
         else:
-            try:
-                kernel[self.shape.grid(self.num_envs), self.shape.block, self._stream()](*self._args)
-            except RuntimeError as err:
-                if "Cannot pickle" not in str(err):
-                    raise
-                # Some numba-cuda builds link extra files into the kernel and cannot cache it:
-                # keep the compiled kernel in memory and run without the on-disk cache.
-                kernel._cache = compat.null_cache()
-                kernel[self.shape.grid(self.num_envs), self.shape.block, self._stream()](*self._args)
+            kernel[grid, self.shape.block, self._stream()](*args)
 
     def step(self):
         self._launch(self.module.step)

@@ -59,10 +59,6 @@ class GpuZooParallelEnv(ParallelEnv):
                 self._noop[g][:] = np.clip(0.0, sp.low, sp.high)
 
     @property
-    def unwrapped(self):
-        return self
-
-    @property
     def batched(self) -> BatchedEnv:
         """The underlying one-environment `BatchedEnv`."""
         return self._env

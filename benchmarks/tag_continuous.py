@@ -128,6 +128,8 @@ def main(argv=None):
         rec = measure(E, A, k, args.device, args.steps, args.repeats)
         print(json.dumps(rec), flush=True)
         records.append(rec)
+        if args.out:  # after every size, so a run cut short still leaves its figures
+            _write(args.out, args.device, records)
     if args.warm_start:
         E, A, k = parse_size(args.sizes.split(",")[0])
         code = ("import time;t=time.perf_counter();import gpu_zoo;"
@@ -138,8 +140,12 @@ def main(argv=None):
         print(json.dumps(warm))
         records.append(warm)
     if args.out:
-        with open(args.out, "w") as fh:
-            json.dump({"system": system_info(args.device), "records": records}, fh, indent=1)
+        _write(args.out, args.device, records)
+
+
+def _write(path: str, device: str, records: list):
+    with open(path, "w") as fh:
+        json.dump({"system": system_info(device), "records": records}, fh, indent=1)
 
 
 if __name__ == "__main__":

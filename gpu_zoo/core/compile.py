@@ -31,7 +31,7 @@ import numba
 from . import episode as _episode
 from . import rng as _rng
 from .layout import Layout
-from .spec import PerAgent, PerEnv
+from .spec import PerAgent, PerEnv, PerObs
 
 
 @dataclass(frozen=True)
@@ -77,18 +77,31 @@ def _qualified(fn) -> tuple[str, str]:
 
 
 class _Stages:
-    """The ordered stages of a kernel: (kind, call expression, guarded by done?)."""
+    """The ordered stages of a kernel: (kind, what to run, guarded by done?).
+
+    Kinds: ``agent`` and ``env`` call a phase; ``elem`` assigns ``s.<target>_<group>[e, ai, i]``
+    for every observation element of every group, from an expression of ``a``, ``ai`` and ``i``.
+    """
 
     def __init__(self):
-        self.items: list[tuple[str, str, bool]] = []
+        self.items: list[tuple[str, object, bool]] = []
         self.imports: dict[str, tuple[str, str]] = {}
 
     def add(self, phase, guard: bool = False):
-        kind = "agent" if isinstance(phase, PerAgent) else "env"
         mod, name = _qualified(phase.fn)
         alias = f"_{mod.replace('.', '_')}__{name}"
         self.imports[alias] = (mod, name)
-        self.items.append((kind, alias, guard))
+        if isinstance(phase, PerObs):
+            self.elem("obs", f"{alias}(s, p, e, a, i)", guard)
+        else:
+            self.items.append(("agent" if isinstance(phase, PerAgent) else "env", alias, guard))
+
+    def elem(self, target: str, value: str, guard: bool = False):
+        self.items.append(("elem", (target, value), guard))
+
+    def observe(self, phases, guard: bool = False):
+        for ph in phases:
+            self.add(ph, guard)
 
 
 def _stages(layout: Layout, autoreset: bool) -> tuple[_Stages, _Stages]:
@@ -98,22 +111,23 @@ def _stages(layout: Layout, autoreset: bool) -> tuple[_Stages, _Stages]:
     step.add(PerAgent(E.begin_agent))
     for ph in spec.step:
         step.add(ph)
-    step.add(spec.observe)
+    step.observe(spec.observe)
     step.add(PerEnv(E.end_env))
     step.add(PerAgent(E.end_agent))
-    step.items.append(("agent", "_save_final", True))
+    step.elem("final_obs", "s.obs_{g}[e, ai, i]", guard=True)
+    step.add(PerAgent(E.save_return), guard=True)
     step.add(PerEnv(E.finish_env), guard=True)
     if autoreset:
         step.add(PerEnv(E.restart_env), guard=True)
         step.add(PerAgent(E.restart_agent), guard=True)
         for ph in spec.reset:
             step.add(ph, guard=True)
-        step.add(spec.observe, guard=True)
+        step.observe(spec.observe, guard=True)
     reset.add(PerEnv(E.reset_env))
     reset.add(PerAgent(E.reset_agent))
     for ph in spec.reset:
         reset.add(ph)
-    reset.add(spec.observe)
+    reset.observe(spec.observe)
     return step, reset
 
 
@@ -146,20 +160,21 @@ def _params_source(layout: Layout, deco: str) -> tuple[str, list[str]]:
     return "\n".join(body), names
 
 
-def _save_final_source(layout: Layout, deco: str) -> str:
-    lines = [deco, "def _save_final(s, p, e, a):", "    s.last_ret[e, a] = s.ep_ret[e, a]"]
-    for j, gi in enumerate(layout.groups.values()):
-        kw = "if" if j == 0 else "elif"
-        lines += [f"    {kw} a < {gi.hi}:",
-                  f"        for k in range({gi.group.obs_size}):",
-                  f"            s.final_obs_{gi.name}[e, a - {gi.lo}, k] = s.obs_{gi.name}[e, a - {gi.lo}, k]"]
-    return "\n".join(lines)
+def _cpu_elem_helper(name: str, target: str, value: str, layout: Layout) -> str:
+    """An element stage as its own function: inlined in the parfor body it computes wrong values."""
+    out = ["@njit(cache=True, _nrt=False, error_model='numpy')", f"def {name}(s, p, e):"]
+    for gi in layout.groups.values():
+        out += [f"    for ai in range({gi.count}):", f"        a = ai + {gi.lo}",
+                f"        for i in range({gi.group.obs_size}):",
+                f"            s.{target}_{gi.name}[e, ai, i] = {value.format(g=gi.name)}"]
+    return "\n".join(out)
 
 
 def _cpu_body(name: str, stages: _Stages, layout: Layout) -> str:
     A = layout.num_agents
+    helpers = []
     # The state tuple is built inside the loop: a namedtuple crossing into a parfor body fails to lower.
-    out = ["@njit(parallel=True, cache=True, _nrt=False)", f"def {name}({_args(layout)}):",
+    out = ["@njit(parallel=True, cache=True, _nrt=False, error_model='numpy')", f"def {name}({_args(layout)}):",
            "    for e in prange(f_t.shape[0]):", f"        s = {_state(layout)}",
            "        p = _params(s, e)"]
     for kind, fn, guard in stages.items:
@@ -169,9 +184,13 @@ def _cpu_body(name: str, stages: _Stages, layout: Layout) -> str:
             ind += "    "
         if kind == "agent":
             out += [ind + f"for a in range({A}):", ind + f"    {fn}(s, p, e, a)"]
-        else:
+        elif kind == "env":
             out.append(ind + f"{fn}(s, p, e)")
-    return "\n".join(out)
+        else:
+            helper = f"_{name}_elem{len(helpers)}"
+            helpers.append(_cpu_elem_helper(helper, *fn, layout))
+            out.append(ind + f"{helper}(s, p, e)")
+    return "\n\n\n".join([*helpers, "\n".join(out)])
 
 
 def _cuda_body(name: str, stages: _Stages, layout: Layout, shape: LaunchShape, sim: bool) -> str:
@@ -187,8 +206,17 @@ def _cuda_body(name: str, stages: _Stages, layout: Layout, shape: LaunchShape, s
         if kind == "agent":
             out += [f"    if {cond}:", "        a = lane", f"        while a < {A}:",
                     f"            {fn}(s, p, e, a)", f"            a += {tpe}"]
-        else:
+        elif kind == "env":
             out += [f"    if {cond} and lane == 0:", f"        {fn}(s, p, e)"]
+        else:  # consecutive lanes take consecutive elements of the env's (agents, obs) block
+            target, value = fn
+            out.append(f"    if {cond}:")
+            for gi in layout.groups.values():
+                D = gi.group.obs_size
+                out += ["        k = lane", f"        while k < {gi.count * D}:", f"            ai = k // {D}",
+                        f"            i = k - ai * {D}", f"            a = ai + {gi.lo}",
+                        f"            s.{target}_{gi.name}[e, ai, i] = {value.format(g=gi.name)}",
+                        f"            k += {tpe}"]
         out.append("    cuda.syncthreads()")
     return "\n".join(out)
 
@@ -211,7 +239,7 @@ def generate_source(layout: Layout, target: str, autoreset: bool, shape: LaunchS
     sim = target == "cudasim"
     cuda = target != "cpu"
     wrap = "plain" if sim else "cuda_device"
-    deco = {"cpu": "@njit(cache=True, _nrt=False)", "cudasim": "",
+    deco = {"cpu": "@njit(cache=True, _nrt=False, error_model='numpy')", "cudasim": "",
             "cuda": "@cuda.jit(device=True, forceinline=True)"}[target]
     params_src, param_names = _params_source(layout, deco)
     head = [
@@ -226,7 +254,7 @@ def generate_source(layout: Layout, target: str, autoreset: bool, shape: LaunchS
         f"State = namedtuple('State', {tuple(layout.fields)!r})",
         f"Params = namedtuple('Params', {tuple(param_names)!r})",
     ]
-    parts = ["\n".join(head), params_src, _save_final_source(layout, deco)]
+    parts = ["\n".join(head), params_src]
     if target == "cpu":
         parts += [_cpu_body("step", step, layout), _cpu_body("reset", reset, layout)]
     else:

@@ -85,6 +85,7 @@ class Launcher:
     def _warm(self, buffers: Buffers):
         """Compiles both kernels now, on a one-env scratch batch, so the first real call is not slow."""
         scratch = Buffers(buffers.layout, 1, buffers.device)
+        scratch.fields.params.copy_(buffers.fields.params[:1])
         args = scratch.kernel_args(self._to_array)
         self._launch(self.module.reset, args, 1)
         self._launch(self.module.step, args, 1)

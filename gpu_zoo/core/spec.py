@@ -85,6 +85,18 @@ class PerEnv:
 
 
 @dataclass(frozen=True)
+class PerObs:
+    """A phase computing observations element by element: ``fn(s, p, e, a, i) -> float32``.
+
+    It returns element ``i`` of agent ``a``'s observation. The core stores it in
+    ``s.obs_<group>``, with neighbouring threads writing neighbouring elements: coalesced on a
+    GPU, where a row written by each agent's own thread is not.
+    """
+
+    fn: Callable
+
+
+@dataclass(frozen=True)
 class EnvSpec:
     """The complete declaration of an environment.
 
@@ -99,7 +111,8 @@ class EnvSpec:
         step: phases of one step, after the actions are in ``s.act_<group>``. They write
             ``s.rew``, set ``s.alive[e, a] = 0`` and ``s.term[e, a] = 1`` for agents that
             leave the game, and ``s.over[e] = 1`` when the game has ended for everyone.
-        observe: the per-agent phase writing ``s.obs_<group>[e, i]`` after reset and step.
+        observe: phases run after every reset and step to fill ``s.obs_<group>``: usually
+            a `PerObs`, optionally after `PerAgent`/`PerEnv` phases preparing what it reads.
         constants: ``constants(params) -> dict`` of extra compile-time values for the kernels.
         render: ``render(state, params) -> uint8 (H, W, 3)``; ``state`` maps field names to the
             NumPy arrays of one environment.
@@ -112,7 +125,7 @@ class EnvSpec:
     fields: Callable[[Any], tuple[Field, ...]]
     reset: tuple
     step: tuple
-    observe: PerAgent
+    observe: tuple
     constants: Callable[[Any], dict] = lambda p: {}
     render: Callable | None = None
     module: str = ""
@@ -122,9 +135,12 @@ class EnvSpec:
             raise TypeError(f"{self.id}: params must be a frozen dataclass")
         if "max_cycles" not in {f.name for f in dataclasses.fields(self.params)}:
             raise TypeError(f"{self.id}: params must have a max_cycles field")
-        for phase in (*self.reset, *self.step, self.observe):
+        for phase in (*self.reset, *self.step):
             if not isinstance(phase, PerAgent | PerEnv):
-                raise TypeError(f"{self.id}: phases must be PerAgent or PerEnv, got {phase!r}")
+                raise TypeError(f"{self.id}: reset and step phases must be PerAgent or PerEnv, got {phase!r}")
+        for phase in self.observe:
+            if not isinstance(phase, PerAgent | PerEnv | PerObs):
+                raise TypeError(f"{self.id}: observe phases must be PerAgent, PerEnv or PerObs, got {phase!r}")
 
     def make_params(self, **kwargs):
         """Builds the params dataclass, with a clear error for an unknown argument."""

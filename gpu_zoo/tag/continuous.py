@@ -55,7 +55,7 @@ from dataclasses import dataclass
 import gymnasium
 import numpy as np
 
-from gpu_zoo.core import EnvSpec, Field, Group, ObsBlock, PerAgent, PerEnv, kernel_fn
+from gpu_zoo.core import EnvSpec, Field, Group, ObsBlock, PerAgent, PerEnv, PerObs, kernel_fn
 from gpu_zoo.core.rng import randint, uniform
 
 _TWO_PI = np.float32(2.0 * math.pi)
@@ -141,7 +141,8 @@ def fields(p: TagParams) -> tuple[Field, ...]:
     # Declared (empty) in full mode too: the kernels type both branches of observe.
     kk = 0 if p.use_full_observation else k
     out += [Field("nbr_idx", "i32", (A, kk), "nearest-neighbour scratch: ids"),
-            Field("nbr_d2", "f32", (A, kk), "nearest-neighbour scratch: squared distances")]
+            Field("nbr_d2", "f32", (A, kk), "nearest-neighbour scratch: squared distances"),
+            Field("nbr_count", "i32", (A,), "nearest-neighbour scratch: how many are listed")]
     return tuple(out)
 
 
@@ -267,15 +268,21 @@ def count_runners(s, p, e):
 
 
 @kernel_fn
-def _write_other(row, k, i, s, p, e, a, j):
-    """Writes agent j's features at slot i of agent a's feature-major observation row."""
-    row[i] = (s.pos_x[e, j] - s.pos_x[e, a]) / (_SQRT2 * p.grid_length)
-    row[k + i] = (s.pos_y[e, j] - s.pos_y[e, a]) / (_SQRT2 * p.grid_length)
-    row[2 * k + i] = (s.speed[e, j] - s.speed[e, a]) / (p.max_speed + _EPS)
-    row[3 * k + i] = (s.acceleration[e, j] - s.acceleration[e, a]) / (p.max_speed + _EPS)
-    row[4 * k + i] = (s.heading[e, j] - s.heading[e, a]) / _TWO_PI
-    row[5 * k + i] = _ONE if j < p.tagger_hi else _ZERO
-    row[6 * k + i] = _ONE if s.alive[e, j] else _ZERO
+def _feature(s, p, e, a, j, f):
+    """Feature ``f`` (in `FEATURES` order) of agent j as seen by agent a."""
+    if f == 0:
+        return (s.pos_x[e, j] - s.pos_x[e, a]) / (_SQRT2 * p.grid_length)
+    if f == 1:
+        return (s.pos_y[e, j] - s.pos_y[e, a]) / (_SQRT2 * p.grid_length)
+    if f == 2:
+        return (s.speed[e, j] - s.speed[e, a]) / (p.max_speed + _EPS)
+    if f == 3:
+        return (s.acceleration[e, j] - s.acceleration[e, a]) / (p.max_speed + _EPS)
+    if f == 4:
+        return (s.heading[e, j] - s.heading[e, a]) / _TWO_PI
+    if f == 5:
+        return _ONE if j < p.tagger_hi else _ZERO
+    return _ONE if s.alive[e, j] else _ZERO
 
 
 @kernel_fn
@@ -310,25 +317,30 @@ def _nearest(s, p, e, a):
 
 
 @kernel_fn
-def observe(s, p, e, a):
-    row = s.obs_tagger[e, a] if a < p.tagger_hi else s.obs_runner[e, a - p.runner_lo]
+def find_neighbours(s, p, e, a):
+    """k-nearest mode: agent a lists the nearest others in the game for `observe` to read."""
+    if p.use_full_observation:
+        return
+    s.nbr_count[e, a] = _nearest(s, p, e, a) if s.alive[e, a] else 0
+
+
+@kernel_fn
+def observe(s, p, e, a, i):
+    """Element i of agent a's feature-major observation."""
     k = p.num_observed
     if not s.alive[e, a]:
-        for i in range(row.shape[0]):
-            row[i] = _ZERO
-        return
+        return _ZERO
+    if i == 7 * k:
+        return np.float32(s.t[e]) / np.float32(p.max_cycles)
+    f = i // k
+    slot = i - f * k
     if p.use_full_observation:
-        for j in range(p.num_agents):
-            if j != a:
-                _write_other(row, k, j if j < a else j - 1, s, p, e, a, j)
+        j = slot if slot < a else slot + 1
+    elif slot < s.nbr_count[e, a]:
+        j = s.nbr_idx[e, a, slot]
     else:
-        n = _nearest(s, p, e, a)
-        for i in range(n):
-            _write_other(row, k, i, s, p, e, a, s.nbr_idx[e, a, i])
-        for i in range(n, k):
-            for f in range(7):
-                row[f * k + i] = _ZERO
-    row[7 * k] = np.float32(s.t[e]) / np.float32(p.max_cycles)
+        return _ZERO
+    return _feature(s, p, e, a, j, f)
 
 
 # ------------------------------------------------------------------ render
@@ -354,7 +366,7 @@ SPEC = EnvSpec(
     fields=fields,
     reset=(PerAgent(spawn), PerEnv(start)),
     step=(PerAgent(move), PerAgent(find_tagger), PerAgent(apply_tags), PerEnv(count_runners)),
-    observe=PerAgent(observe),
+    observe=(PerAgent(find_neighbours), PerObs(observe)),
     constants=constants,
     render=render,
     module=__name__,

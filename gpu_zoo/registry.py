@@ -9,6 +9,7 @@ from .core.spec import EnvSpec
 # id -> "module:attribute" of its EnvSpec; imported on first use so `import gpu_zoo` stays light.
 _ENTRIES: dict[str, str] = {
     "tag_continuous_v0": "gpu_zoo.tag.continuous:SPEC",
+    "tag_gridworld_v0": "gpu_zoo.tag.gridworld:SPEC",
 }
 
 

@@ -7,6 +7,15 @@ from numba import njit
 
 
 @njit(_nrt=False, error_model="numpy")
+def observing(s, e, a):
+    """Whether agent a gets a real observation: in the game, or leaving it at this very step.
+
+    An agent's terminal observation is a real one; after that it observes zeros.
+    """
+    return s.alive[e, a] or s.term[e, a]
+
+
+@njit(_nrt=False, error_model="numpy")
 def begin_env(s, p, e):
     s.t[e] += 1
     s.over[e] = 0

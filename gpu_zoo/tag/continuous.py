@@ -13,7 +13,7 @@ the arena is clipped back to the edge, and the agent pays ``edge_hit_penalty``.
 A runner is tagged when its nearest tagger is closer than ``tagging_distance * grid_length``.
 The runner gets ``tag_penalty_for_runner`` and that tagger ``tag_reward_for_tagger``. A tagger
 that tags two runners in one step is credited twice. By default a tagged runner leaves the game:
-it stops, observes zeros and is terminated. Taggers pay ``step_penalty_for_tagger`` and runners
+it stops and is terminated (its terminal observation is a real one; later ones are zeros). Taggers pay ``step_penalty_for_tagger`` and runners
 get ``step_reward_for_runner`` every step they are in the game. Runners still in the game at
 ``max_cycles`` get ``end_of_game_reward_for_runner``.
 
@@ -36,7 +36,7 @@ The vector is feature-major: block ``rel_x`` holds every observed agent's x offs
 | alive | 1 if the other agent is in the game |
 | time | t / max_cycles |
 
-An agent out of the game observes zeros.
+An agent out of the game observes zeros from the step after it left.
 
 ## Actions
 ``MultiDiscrete([num_acceleration_levels + 1, num_turn_levels + 1])``. Index 0 keeps acceleration
@@ -56,6 +56,7 @@ import gymnasium
 import numpy as np
 
 from gpu_zoo.core import EnvSpec, Field, Group, ObsBlock, PerAgent, PerEnv, PerObs, kernel_fn
+from gpu_zoo.core.episode import observing
 from gpu_zoo.core.rng import randint, uniform
 
 _TWO_PI = np.float32(2.0 * math.pi)
@@ -321,14 +322,14 @@ def find_neighbours(s, p, e, a):
     """k-nearest mode: agent a lists the nearest others in the game for `observe` to read."""
     if p.use_full_observation:
         return
-    s.nbr_count[e, a] = _nearest(s, p, e, a) if s.alive[e, a] else 0
+    s.nbr_count[e, a] = _nearest(s, p, e, a) if observing(s, e, a) else 0
 
 
 @kernel_fn
 def observe(s, p, e, a, i):
     """Element i of agent a's feature-major observation."""
     k = p.num_observed
-    if not s.alive[e, a]:
+    if not observing(s, e, a):
         return _ZERO
     if i == 7 * k:
         return np.float32(s.t[e]) / np.float32(p.max_cycles)

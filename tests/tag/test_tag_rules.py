@@ -116,8 +116,10 @@ def test_full_observation_layout(env):
     assert float(o[s]) == pytest.approx(1 / 6)
 
 
-def test_tagged_runner_observes_zeros(env):
+def test_tagged_runner_gets_a_real_terminal_observation_then_zeros(env):
     place(env, [5.0, 9.0, 5.1, 1.0, 1.0], [5.0, 9.0, 5.0, 8.0, 2.0])
+    obs, *_ = env.step(noop_actions(env))
+    assert obs["runner"][0, 0].any()
     obs, *_ = env.step(noop_actions(env))
     assert not obs["runner"][0, 0].any()
     assert obs["runner"][0, 1].any()

@@ -18,13 +18,15 @@ CASES = {
     "grid_full": ("tag_gridworld_v0", dict(num_taggers=3, num_runners=2, grid_length=3, max_cycles=5)),
     "grid_partial": ("tag_gridworld_v0", dict(num_taggers=2, num_runners=1, grid_length=4, max_cycles=4,
                                               use_full_observation=False)),
+    "simple_tag": ("simple_tag_v3", dict(num_good=2, num_adversaries=2, num_obstacles=1, max_cycles=5)),
+    "simple_tag_box": ("simple_tag_v3", dict(max_cycles=4, continuous_actions=True)),
 }
 
 
 def assert_same_state(cpu: BatchedEnv, other: BatchedEnv, where: str):
     for name, a in cpu.buffers.raw.items():
         b = other.buffers.raw[name].cpu()
-        if a.dtype == torch.float32:
+        if a.is_floating_point():
             torch.testing.assert_close(b, a, rtol=1e-5, atol=2e-5, msg=lambda m, n=name: f"{where}, field {n}: {m}")
         else:
             assert torch.equal(a, b), f"{where}, field {name}: {a} != {b}"

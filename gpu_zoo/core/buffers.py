@@ -9,26 +9,28 @@ import torch
 
 from .layout import Layout
 
-TORCH_DTYPES = {"f32": torch.float32, "i32": torch.int32, "u8": torch.uint8}
+TORCH_DTYPES = {"f64": torch.float64, "f32": torch.float32, "i32": torch.int32, "u8": torch.uint8}
 
 
 class Buffers:
     """Holds the storage of ``num_envs`` environments and a torch view per field.
 
-    ``sections`` are the three dtype views the kernels receive; ``fields.<name>`` are the
-    ``(num_envs, *shape)`` views Python code reads and writes (booleans as ``torch.bool``).
+    ``sections`` are the per-dtype views of the one allocation; ``fields.<name>`` are the
+    ``(num_envs, *shape)`` views Python code reads and writes (booleans as ``torch.bool``), and
+    ``raw.<name>`` the same views with booleans as uint8, which the kernels receive.
     """
 
     def __init__(self, layout: Layout, num_envs: int, device: torch.device):
         self.layout, self.num_envs, self.device = layout, num_envs, device
         E, pe = num_envs, layout.per_env
         words = torch.zeros(E * layout.words_per_env, dtype=torch.int32, device=device)
-        nf, ni = E * pe["f32"], E * pe["i32"]
+        nd, nf, ni = 2 * E * pe["f64"], E * pe["f32"], E * pe["i32"]
         self.storage = words
         self.sections = {
-            "f32": words[:nf].view(torch.float32),
-            "i32": words[nf : nf + ni],
-            "u8": words[nf + ni :].view(torch.uint8),
+            "f64": words[:nd].view(torch.float64),
+            "f32": words[nd:nd + nf].view(torch.float32),
+            "i32": words[nd + nf:nd + nf + ni],
+            "u8": words[nd + nf + ni:].view(torch.uint8),
         }
         views = {}
         for name, f in layout.fields.items():

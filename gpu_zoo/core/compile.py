@@ -105,13 +105,14 @@ class _Stages:
 
 
 def _stages(layout: Layout, autoreset: bool) -> tuple[_Stages, _Stages]:
-    spec, E = layout.spec, _episode
+    spec, E, params = layout.spec, _episode, layout.params
+    step_phases, reset_phases, observe_phases = (spec.phases(k, params) for k in ("step", "reset", "observe"))
     step, reset = _Stages(), _Stages()
     step.add(PerEnv(E.begin_env))
     step.add(PerAgent(E.begin_agent))
-    for ph in spec.step:
+    for ph in step_phases:
         step.add(ph)
-    step.observe(spec.observe)
+    step.observe(observe_phases)
     step.add(PerEnv(E.end_env))
     step.add(PerAgent(E.end_agent))
     step.elem("final_obs", "s.obs_{g}[e, ai, i]", guard=True)
@@ -120,14 +121,14 @@ def _stages(layout: Layout, autoreset: bool) -> tuple[_Stages, _Stages]:
     if autoreset:
         step.add(PerEnv(E.restart_env), guard=True)
         step.add(PerAgent(E.restart_agent), guard=True)
-        for ph in spec.reset:
+        for ph in reset_phases:
             step.add(ph, guard=True)
-        step.observe(spec.observe, guard=True)
+        step.observe(observe_phases, guard=True)
     reset.add(PerEnv(E.reset_env))
     reset.add(PerAgent(E.reset_agent))
-    for ph in spec.reset:
+    for ph in reset_phases:
         reset.add(ph)
-    reset.observe(spec.observe)
+    reset.observe(observe_phases)
     return step, reset
 
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import gymnasium
 
-DTYPES = ("f32", "i32", "u8")
+DTYPES = ("f64", "f32", "i32", "u8")
 
 
 @dataclass(frozen=True)
@@ -22,7 +22,8 @@ class Field:
 
     Attributes:
         name: attribute name under which phase functions reach it (``s.name``).
-        dtype: ``"f32"``, ``"i32"`` or ``"u8"`` (booleans are ``u8``).
+        dtype: ``"f32"``, ``"i32"``, ``"u8"`` (booleans) or ``"f64"`` (for state that must track a
+            double-precision reference; observations and rewards stay float32).
         shape: per-environment shape, e.g. ``(num_agents,)`` or ``()``.
         doc: one line for the docs.
     """
@@ -107,7 +108,8 @@ class EnvSpec:
             compile-time constant. It must have an int ``max_cycles``.
         groups: ``groups(params) -> tuple[Group, ...]``.
         fields: ``fields(params) -> tuple[Field, ...]``, the env's own state.
-        reset: phases that draw a fresh episode start for one environment.
+        reset: phases that draw a fresh episode start for one environment. Like ``step`` and
+            ``observe``: a tuple, or a function of the params returning one.
         step: phases of one step, after the actions are in ``s.act_<group>``. They write
             ``s.rew``, set ``s.alive[e, a] = 0`` and ``s.term[e, a] = 1`` for agents that
             leave the game, and ``s.over[e] = 1`` when the game has ended for everyone.
@@ -123,9 +125,9 @@ class EnvSpec:
     params: type
     groups: Callable[[Any], tuple[Group, ...]]
     fields: Callable[[Any], tuple[Field, ...]]
-    reset: tuple
-    step: tuple
-    observe: tuple
+    reset: tuple | Callable
+    step: tuple | Callable
+    observe: tuple | Callable
     constants: Callable[[Any], dict] = lambda p: {}
     render: Callable | None = None
     module: str = ""
@@ -135,12 +137,22 @@ class EnvSpec:
             raise TypeError(f"{self.id}: params must be a frozen dataclass")
         if "max_cycles" not in {f.name for f in dataclasses.fields(self.params)}:
             raise TypeError(f"{self.id}: params must have a max_cycles field")
-        for phase in (*self.reset, *self.step):
-            if not isinstance(phase, PerAgent | PerEnv):
-                raise TypeError(f"{self.id}: reset and step phases must be PerAgent or PerEnv, got {phase!r}")
-        for phase in self.observe:
-            if not isinstance(phase, PerAgent | PerEnv | PerObs):
-                raise TypeError(f"{self.id}: observe phases must be PerAgent, PerEnv or PerObs, got {phase!r}")
+
+    def phases(self, kind: str, params) -> tuple:
+        """The ``reset``, ``step`` or ``observe`` phases for these params (checked).
+
+        Each may be given as a tuple or as a function of the params, for phases that differ
+        between configurations (e.g. discrete or continuous actions): the kernels compile only
+        the phases a configuration uses.
+        """
+        value = getattr(self, kind)
+        out = tuple(value(params) if callable(value) else value)
+        allowed = (PerAgent, PerEnv, PerObs) if kind == "observe" else (PerAgent, PerEnv)
+        for phase in out:
+            if not isinstance(phase, allowed):
+                names = ", ".join(c.__name__ for c in allowed)
+                raise TypeError(f"{self.id}: {kind} phases must be {names}; got {phase!r}")
+        return out
 
     def make_params(self, **kwargs):
         """Builds the params dataclass, with a clear error for an unknown argument."""

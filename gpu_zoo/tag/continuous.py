@@ -14,8 +14,9 @@ A runner is tagged when its nearest tagger is closer than ``tagging_distance * g
 The runner gets ``tag_penalty_for_runner`` and that tagger ``tag_reward_for_tagger``. A tagger
 that tags two runners in one step is credited twice. By default a tagged runner leaves the game:
 it stops and is terminated (its terminal observation is a real one; later ones are zeros).
-Taggers pay ``step_penalty_for_tagger`` and runners get ``step_reward_for_runner`` every step they are in the game. Runners still in the game at
-``max_cycles`` get ``end_of_game_reward_for_runner``.
+Taggers pay ``step_penalty_for_tagger`` and runners get ``step_reward_for_runner`` every step
+they are in the game. Runners still in the game at ``max_cycles`` get
+``end_of_game_reward_for_runner``.
 
 The episode ends when no runner is left (every agent is terminated) or after ``max_cycles``
 steps (every agent still in the game is truncated). Start positions (uniform in the arena) and

@@ -1,0 +1,309 @@
+"""MPE simple_tag: fast good agents flee slower adversaries among obstacles.
+
+The same environment as MPE2's ``simple_tag_v3``, with the same agent names, observation
+layout, action meanings, physics and rewards, run as a Numba kernel. Positions and velocities
+are kept in double precision, as in MPE2, so trajectories match MPE2's step for step.
+
+## Rules
+Agents ``adversary_0 ..`` (red, size 0.075, accel 3, max speed 1) and ``agent_0 ..`` (green,
+size 0.05, accel 4, max speed 1.3) move in the plane among fixed obstacles (size 0.2). Each step
+every agent's force is its action times its acceleration, plus a soft contact force from every
+entity it overlaps: ``contact_force * delta / dist * log(1 + exp(-(dist - size_sum) / margin)) *
+margin``, with ``contact_force = 100`` and ``margin = 1e-3``. Each agent then integrates
+(``dt = 0.1``): position += velocity * dt, velocity *= (1 - 0.25), velocity += force * dt.
+Finally its speed is clipped to its max speed.
+
+Rewards follow each step. Every adversary gets +10 for each colliding (good, adversary) pair.
+A good agent gets -10 for each adversary colliding with it, and pays ``bound(|x|) + bound(|y|)``
+for leaving the area, where ``bound(v) = 0`` below 0.9, ``10 (v - 0.9)`` below 1, and
+``min(exp(2v - 2), 10)`` beyond. Two agents collide when their distance is below the sum of
+their sizes. Episodes are truncated after ``max_cycles`` steps. With ``terminate_on_success``,
+they end earlier, once every good agent collides with an adversary at the same time.
+
+Starts: agents uniform in [-1, 1]^2, obstacles uniform in [-0.9, 0.9]^2, velocities 0. These are
+the same ranges as MPE2, drawn from gpu_zoo's counter-based generator rather than NumPy's.
+
+## Observations
+``self_vel (2), self_pos (2), landmark_rel_pos (2 per obstacle), other_rel_pos (2 per other
+agent, in agent order), other_good_vel (2 per other good agent)``, float32.
+
+## Actions
+Discrete(5): no-op, left, right, down, up. With ``continuous_actions=True``, ``Box(0, 1, (5,))``
+whose force is ``(a[2] - a[1], a[4] - a[3])`` times the agent's acceleration.
+
+## Version history
+- v3: matches MPE2's ``simple_tag_v3`` (full observability).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import gymnasium
+import numpy as np
+
+from gpu_zoo.core import EnvSpec, Field, Group, ObsBlock, PerAgent, PerEnv, PerObs, kernel_fn
+from gpu_zoo.core.rng import uniform
+
+# MPE's world and scenario constants (attributes of MPE2's World and make_world, not arguments).
+DT = 0.1
+DAMPING = 0.25
+CONTACT_FORCE = 100.0
+CONTACT_MARGIN = 1e-3
+ADVERSARY_SIZE, AGENT_SIZE, OBSTACLE_SIZE = 0.075, 0.05, 0.2
+ADVERSARY_ACCEL, AGENT_ACCEL = 3.0, 4.0
+ADVERSARY_MAX_SPEED, AGENT_MAX_SPEED = 1.0, 1.3
+COLORS = {"agent": (89, 217, 89), "adversary": (217, 89, 89), "obstacle": (64, 64, 64)}
+
+
+@dataclass(frozen=True)
+class SimpleTagParams:
+    """MPE2's ``simple_tag_v3`` constructor arguments."""
+
+    num_good: int = 1
+    num_adversaries: int = 3
+    num_obstacles: int = 2
+    max_cycles: int = 25
+    continuous_actions: bool = False
+    terminate_on_success: bool = False
+    dynamic_rescaling: bool = True
+    num_agent_neighbors: int | None = None
+    num_landmark_neighbors: int | None = None
+
+    def __post_init__(self):
+        for name, least in (("num_good", 1), ("num_adversaries", 1), ("num_obstacles", 0), ("max_cycles", 1)):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < least:
+                raise ValueError(f"{name} must be an int >= {least}, got {v!r}")
+        if self.num_agent_neighbors is not None or self.num_landmark_neighbors is not None:
+            raise NotImplementedError("simple_tag_v3: partial observability (num_*_neighbors) is not supported yet; "
+                                      "pass None for full observability")
+
+
+def groups(p: SimpleTagParams) -> tuple[Group, ...]:
+    A, L = p.num_good + p.num_adversaries, p.num_obstacles
+    if p.continuous_actions:
+        act = gymnasium.spaces.Box(0.0, 1.0, (5,), np.float32)
+    else:
+        act = gymnasium.spaces.Discrete(5)
+
+    def obs(good_others: int):
+        return (ObsBlock("self_vel", 2), ObsBlock("self_pos", 2), ObsBlock("landmark_rel_pos", 2 * L),
+                ObsBlock("other_rel_pos", 2 * (A - 1)), ObsBlock("other_good_vel", 2 * good_others))
+
+    return (Group("adversary", p.num_adversaries, obs(p.num_good), act),
+            Group("agent", p.num_good, obs(p.num_good - 1), act))
+
+
+def fields(p: SimpleTagParams) -> tuple[Field, ...]:
+    A, N = p.num_good + p.num_adversaries, p.num_good + p.num_adversaries + p.num_obstacles
+    return (
+        Field("pos_x", "f64", (N,), "x of agents, then obstacles"),
+        Field("pos_y", "f64", (N,), "y of agents, then obstacles"),
+        Field("vel_x", "f64", (A,), "x velocity"),
+        Field("vel_y", "f64", (A,), "y velocity"),
+        Field("force_x", "f64", (A,), "x force of the last step (action, then contacts)"),
+        Field("force_y", "f64", (A,), "y force of the last step (action, then contacts)"),
+    )
+
+
+def constants(p: SimpleTagParams) -> dict:
+    return {"num_entities": p.num_good + p.num_adversaries + p.num_obstacles}
+
+
+# ------------------------------------------------------------------ phases
+@kernel_fn
+def _size(p, j):
+    if j < p.adversary_hi:
+        return ADVERSARY_SIZE
+    if j < p.num_agents:
+        return AGENT_SIZE
+    return OBSTACLE_SIZE
+
+
+@kernel_fn
+def spawn(s, p, e, a):
+    s.pos_x[e, a] = 2.0 * np.float64(uniform(s, e, a, 0)) - 1.0
+    s.pos_y[e, a] = 2.0 * np.float64(uniform(s, e, a, 1)) - 1.0
+    s.vel_x[e, a] = 0.0
+    s.vel_y[e, a] = 0.0
+
+
+@kernel_fn
+def place_obstacles(s, p, e):
+    for j in range(p.num_agents, p.num_entities):
+        s.pos_x[e, j] = 1.8 * np.float64(uniform(s, e, j, 0)) - 0.9
+        s.pos_y[e, j] = 1.8 * np.float64(uniform(s, e, j, 1)) - 0.9
+
+
+@kernel_fn
+def read_discrete_action(s, p, e, a):
+    """MPE2's _set_action for Discrete(5): no-op, -x, +x, -y, +y, times the agent's accel."""
+    k = s.act_adversary[e, a] if a < p.adversary_hi else s.act_agent[e, a - p.agent_lo]
+    accel = ADVERSARY_ACCEL if a < p.adversary_hi else AGENT_ACCEL
+    s.force_x[e, a] = (-1.0 if k == 1 else (1.0 if k == 2 else 0.0)) * accel
+    s.force_y[e, a] = (-1.0 if k == 3 else (1.0 if k == 4 else 0.0)) * accel
+
+
+@kernel_fn
+def read_continuous_action(s, p, e, a):
+    """MPE2's _set_action for Box(0, 1, (5,)): (a2 - a1, a4 - a3) in float32, times accel."""
+    if a < p.adversary_hi:
+        ux = s.act_adversary[e, a, 2] - s.act_adversary[e, a, 1]
+        uy = s.act_adversary[e, a, 4] - s.act_adversary[e, a, 3]
+    else:
+        ux = s.act_agent[e, a - p.agent_lo, 2] - s.act_agent[e, a - p.agent_lo, 1]
+        uy = s.act_agent[e, a - p.agent_lo, 4] - s.act_agent[e, a - p.agent_lo, 3]
+    accel = ADVERSARY_ACCEL if a < p.adversary_hi else AGENT_ACCEL
+    s.force_x[e, a] = np.float64(ux) * accel
+    s.force_y[e, a] = np.float64(uy) * accel
+
+
+@kernel_fn
+def _log1p_exp(v):
+    """np.logaddexp(0, v), computed as NumPy does."""
+    if v == 0.0:
+        return math.log(2.0)
+    if v < 0.0:
+        return math.log1p(math.exp(v))
+    return v + math.log1p(math.exp(-v))
+
+
+@kernel_fn
+def apply_forces(s, p, e, a):
+    """Adds the contact forces to the action force, in entity order, as MPE2 accumulates them."""
+    fx, fy = s.force_x[e, a], s.force_y[e, a]
+    for j in range(p.num_entities):
+        if j == a:
+            continue
+        dx, dy = s.pos_x[e, a] - s.pos_x[e, j], s.pos_y[e, a] - s.pos_y[e, j]
+        dist = math.sqrt(dx * dx + dy * dy)
+        dist_min = _size(p, a) + _size(p, j)
+        pen = _log1p_exp(-(dist - dist_min) / CONTACT_MARGIN) * CONTACT_MARGIN
+        fx = CONTACT_FORCE * dx / dist * pen + fx
+        fy = CONTACT_FORCE * dy / dist * pen + fy
+    s.force_x[e, a], s.force_y[e, a] = fx, fy
+
+
+@kernel_fn
+def integrate(s, p, e, a):
+    s.pos_x[e, a] += s.vel_x[e, a] * DT
+    s.pos_y[e, a] += s.vel_y[e, a] * DT
+    vx = s.vel_x[e, a] * (1 - DAMPING) + s.force_x[e, a] * DT
+    vy = s.vel_y[e, a] * (1 - DAMPING) + s.force_y[e, a] * DT
+    top = ADVERSARY_MAX_SPEED if a < p.adversary_hi else AGENT_MAX_SPEED
+    speed = math.sqrt(vx * vx + vy * vy)
+    if speed > top:
+        vx = vx / speed * top
+        vy = vy / speed * top
+    s.vel_x[e, a], s.vel_y[e, a] = vx, vy
+
+
+@kernel_fn
+def _collide(s, p, e, i, j):
+    dx, dy = s.pos_x[e, i] - s.pos_x[e, j], s.pos_y[e, i] - s.pos_y[e, j]
+    return math.sqrt(dx * dx + dy * dy) < _size(p, i) + _size(p, j)
+
+
+@kernel_fn
+def _bound(x):
+    if x < 0.9:
+        return 0.0
+    if x < 1.0:
+        return (x - 0.9) * 10
+    return min(math.exp(2 * x - 2), 10.0)
+
+
+@kernel_fn
+def reward(s, p, e, a):
+    r = 0.0
+    if a < p.adversary_hi:
+        for g in range(p.agent_lo, p.agent_hi):
+            for v in range(p.adversary_lo, p.adversary_hi):
+                if _collide(s, p, e, g, v):
+                    r += 10
+    else:
+        for v in range(p.adversary_lo, p.adversary_hi):
+            if _collide(s, p, e, v, a):
+                r -= 10
+        r -= _bound(abs(s.pos_x[e, a]))
+        r -= _bound(abs(s.pos_y[e, a]))
+    s.rew[e, a] = np.float32(r)
+
+
+@kernel_fn
+def check_success(s, p, e):
+    """With terminate_on_success: the game ends once every good agent is caught at once."""
+    if not p.terminate_on_success or s.t[e] >= p.max_cycles:
+        return
+    for g in range(p.agent_lo, p.agent_hi):
+        caught = False
+        for v in range(p.adversary_lo, p.adversary_hi):
+            if _collide(s, p, e, v, g):
+                caught = True
+        if not caught:
+            return
+    s.over[e] = 1
+
+
+@kernel_fn
+def observe(s, p, e, a, i):
+    """Element i of MPE2's observation of agent a."""
+    if i < 2:
+        return np.float32(s.vel_x[e, a] if i == 0 else s.vel_y[e, a])
+    if i < 4:
+        return np.float32(s.pos_x[e, a] if i == 2 else s.pos_y[e, a])
+    k = i - 4
+    if k < 2 * p.num_obstacles:
+        j = p.num_agents + k // 2
+    else:
+        k -= 2 * p.num_obstacles
+        if k < 2 * (p.num_agents - 1):
+            j = k // 2
+            j = j if j < a else j + 1
+        else:
+            k -= 2 * (p.num_agents - 1)
+            j = p.agent_lo + k // 2  # the (k//2)-th good agent other than a
+            if a >= p.agent_lo and j >= a:
+                j += 1
+            return np.float32(s.vel_x[e, j] if k % 2 == 0 else s.vel_y[e, j])
+    if k % 2 == 0:
+        return np.float32(s.pos_x[e, j] - s.pos_x[e, a])
+    return np.float32(s.pos_y[e, j] - s.pos_y[e, a])
+
+
+# ------------------------------------------------------------------ render
+def render(state: dict, p: SimpleTagParams, size: int = 320) -> np.ndarray:
+    """MPE's view: adversaries red, good agents green, obstacles dark grey."""
+    from gpu_zoo.core.render import Canvas
+
+    A = p.num_good + p.num_adversaries
+    xs, ys = state["pos_x"], state["pos_y"]
+    cam = max(1.0, float(np.max(np.abs(np.concatenate([xs, ys])))) + 0.2)
+    c = Canvas(size, (2 * cam, 2 * cam))
+    for j in range(len(xs)):
+        if j < p.num_adversaries:
+            color, radius = COLORS["adversary"], ADVERSARY_SIZE
+        elif j < A:
+            color, radius = COLORS["agent"], AGENT_SIZE
+        else:
+            color, radius = COLORS["obstacle"], OBSTACLE_SIZE
+        c.disc(float(xs[j]) + cam, float(ys[j]) + cam, radius, color)
+    c.text_bar(int(state["t"]) / p.max_cycles)
+    return c.image
+
+
+SPEC = EnvSpec(
+    id="simple_tag_v3",
+    params=SimpleTagParams,
+    groups=groups,
+    fields=fields,
+    reset=(PerAgent(spawn), PerEnv(place_obstacles)),
+    step=lambda p: (PerAgent(read_continuous_action if p.continuous_actions else read_discrete_action),
+                    PerAgent(apply_forces), PerAgent(integrate), PerAgent(reward), PerEnv(check_success)),
+    observe=(PerObs(observe),),
+    constants=constants,
+    render=render,
+    module=__name__,
+)

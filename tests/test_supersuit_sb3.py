@@ -23,7 +23,8 @@ CASES = {
 def test_sb3_ppo_learns_through_supersuit(name):
     env = supersuit.pettingzoo_env_to_vec_env_v1(CASES[name]())
     env = supersuit.concat_vec_envs_v1(env, 2, num_cpus=1, base_class="stable_baselines3")
-    model = sb3.PPO("MlpPolicy", env, n_steps=64, batch_size=64, n_epochs=1, verbose=0, seed=0)
+    # No seed= here: SB3 would call ConcatVecEnv.seed, which SuperSuit 3.11 no longer has.
+    model = sb3.PPO("MlpPolicy", env, n_steps=64, batch_size=64, n_epochs=1, verbose=0)
     model.learn(total_timesteps=512)
     obs = env.reset()
     actions, _ = model.predict(obs)
@@ -34,8 +35,8 @@ def test_sb3_ppo_learns_through_supersuit(name):
 
 def test_multiprocess_vector_env_survives_fork():
     """SuperSuit forks worker processes; the CPU kernels' threading layer must survive that."""
-    env = supersuit.pettingzoo_env_to_vec_env_v1(simple_tag_v3.parallel_env(num_good=1, num_adversaries=1,
-                                                                            num_obstacles=0, max_cycles=5))
+    env = supersuit.pettingzoo_env_to_vec_env_v1(supersuit.pad_observations_v0(
+        simple_tag_v3.parallel_env(num_good=1, num_adversaries=1, num_obstacles=0, max_cycles=5)))
     env.reset(seed=0)  # the parent runs a parallel kernel before forking
     env = supersuit.concat_vec_envs_v1(env, 2, num_cpus=2, base_class="stable_baselines3")
     env.reset()

@@ -6,7 +6,6 @@ import torch
 
 import gpu_zoo
 from tests.helpers import TAG_SMALL, noop_actions, tag_env
-from trainers.rollout import sample_actions
 
 
 @pytest.fixture(scope="module")
@@ -38,7 +37,7 @@ def test_auto_reset_keeps_final_obs_and_draws_a_new_start(env):
     start = env.state.pos_x.clone()
     gen = torch.Generator().manual_seed(0)
     for _ in range(TAG_SMALL["max_cycles"]):
-        obs, rew, term, trunc, info = env.step(sample_actions(env, gen))
+        obs, rew, term, trunc, info = env.step(env.sample_actions(gen))
     assert info["done"].all()
     assert trunc["tagger"].all()
     # final_obs holds the last observation of the finished episode: time = 1.
@@ -68,7 +67,7 @@ def test_trajectories_replay_exactly(env):
         gen = torch.Generator().manual_seed(1)
         out = []
         for _ in range(10):
-            obs, rew, *_ = env.step(sample_actions(env, gen))
+            obs, rew, *_ = env.step(env.sample_actions(gen))
             out.append((obs["runner"].clone(), rew["tagger"].clone()))
         return out
 

@@ -9,7 +9,6 @@ import torch
 
 import gpu_zoo
 from gpu_zoo.core.batched import BatchedEnv
-from trainers.rollout import sample_actions
 
 CASES = {
     "tag_full": ("tag_continuous_v0", dict(num_taggers=2, num_runners=3, max_cycles=6, tagging_distance=0.15)),
@@ -44,7 +43,7 @@ def test_cpu_and_cuda_targets_agree(case, cuda_device):
     assert_same_state(cpu, gpu, "after reset")
     gen = torch.Generator().manual_seed(3)
     for t in range(12):
-        acts = sample_actions(cpu, gen)
+        acts = cpu.sample_actions(gen)
         cpu.step(acts)
         gpu.step({g: a.to(cuda_device) for g, a in acts.items()})
         assert_same_state(cpu, gpu, f"step {t}")

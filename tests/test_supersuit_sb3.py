@@ -1,5 +1,6 @@
 """The SuperSuit + stable-baselines3 tutorial pipeline, run on gpu_zoo's PettingZoo envs."""
 
+import numpy as np
 import pytest
 
 supersuit = pytest.importorskip("supersuit")
@@ -43,3 +44,41 @@ def test_multiprocess_vector_env_survives_fork():
     for _ in range(7):
         env.step([env.action_space.sample() for _ in range(env.num_envs)])
     env.close()
+
+
+def test_sb3_trains_on_the_batched_env_directly():
+    """gpu_zoo's own VecEnv: one slot per (env, tagger), the runner driven by a random policy."""
+    from stable_baselines3.common.vec_env import VecMonitor
+
+    import gpu_zoo
+    from gpu_zoo.core.sb3 import SB3VecEnv
+
+    batched = gpu_zoo.make("tag_gridworld_v0", num_envs=32, device="cpu", num_taggers=2, grid_length=4,
+                           max_cycles=12)
+    venv = VecMonitor(SB3VecEnv(batched, "tagger"))
+    assert venv.num_envs == 64
+    model = sb3.PPO("MlpPolicy", venv, n_steps=32, batch_size=256, n_epochs=2, verbose=0)
+    model.learn(total_timesteps=4096)
+    assert len(model.ep_info_buffer) > 0
+    assert all(info["l"] <= 12 for info in model.ep_info_buffer)
+
+
+def test_sb3_vecenv_reports_episode_ends():
+    import gpu_zoo
+    from gpu_zoo.core.sb3 import SB3VecEnv
+
+    batched = gpu_zoo.make("tag_gridworld_v0", num_envs=4, device="cpu", num_taggers=2, grid_length=4, max_cycles=3)
+    venv = SB3VecEnv(batched, "tagger")
+    venv.seed(5)
+    obs = venv.reset()
+    assert obs.shape == (8, batched.single_observation_space("tagger").shape[0])
+    time_idx = batched.layout.groups["tagger"].obs_offsets["time"][0]
+    ended = np.zeros(8, bool)
+    for _ in range(3):
+        obs, rew, dones, infos = venv.step(batched.sample_actions()["tagger"].reshape(8).numpy())
+        ended |= dones
+        for i in np.flatnonzero(dones):
+            assert "terminal_observation" in infos[i]
+            if infos[i]["TimeLimit.truncated"]:
+                assert infos[i]["terminal_observation"][time_idx] == 1.0 and obs[i][time_idx] == 0.0
+    assert ended.all(), "every episode ends by the time limit at the latest"

@@ -19,24 +19,6 @@ import gpu_zoo
 from gpu_zoo.core.launch import default_device
 
 
-def sample_actions(env, gen: torch.Generator) -> dict[str, torch.Tensor]:
-    """Uniform random actions for every group, made on the env's device."""
-    out = {}
-    for g in env.groups:
-        sp = env.single_action_space(g)
-        buf = env.actions[g]
-        if hasattr(sp, "nvec"):
-            high = torch.as_tensor(sp.nvec, device=env.device)
-            out[g] = (torch.rand(buf.shape, device=env.device, generator=gen) * high).to(buf.dtype)
-        elif hasattr(sp, "n"):
-            out[g] = torch.randint(0, int(sp.n), buf.shape, device=env.device, generator=gen, dtype=buf.dtype)
-        else:
-            low = torch.as_tensor(sp.low, device=env.device)
-            high = torch.as_tensor(sp.high, device=env.device)
-            out[g] = low + (high - low) * torch.rand(buf.shape, device=env.device, generator=gen)
-    return out
-
-
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--env", default="tag_continuous_v0", choices=gpu_zoo.registered_envs())
@@ -60,7 +42,7 @@ def main(argv=None):
     start = time.perf_counter()
     with tqdm(total=args.steps, unit="step", dynamic_ncols=True) as bar:
         for i in range(1, args.steps + 1):
-            _, rew, _, _, info = env.step(sample_actions(env, gen))
+            _, rew, _, _, info = env.step(env.sample_actions(gen))
             done = info["done"]
             episodes += done.sum()
             for g in env.groups:

@@ -214,6 +214,19 @@ class BatchedEnv:
                                  f"{high.tolist()}]: first bad index {tuple(bad.nonzero()[0].tolist())}")
 
     # ----------------------------------------------------------------- extras
+    def sample_actions(self, generator: torch.Generator | None = None, groups=None) -> dict[str, torch.Tensor]:
+        """Uniformly random valid actions, made on the env's device (the batched ``action_space.sample()``)."""
+        out = {}
+        for g in self.groups if groups is None else groups:
+            sp, buf = self.single_action_space(g), self.actions[g]
+            u = torch.rand(buf.shape, device=self.device, generator=generator)
+            if isinstance(sp, gymnasium.spaces.Box):
+                low, high = self._bounds[g]
+                out[g] = low + (high - low) * u
+            else:
+                out[g] = (u * self._bounds[g]).to(buf.dtype)
+        return out
+
     def episode_stats(self) -> dict[str, torch.Tensor]:
         """Per env, on the device: finished-episode count, last length and last return per group."""
         f = self.state

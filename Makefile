@@ -22,7 +22,7 @@ run: $(VENV)/.ready
 	$(BIN)/python -m trainers.rollout $(ARGS)
 
 test: $(VENV)/.ready
-	$(BIN)/python -m pytest -q $(ARGS); rc=$$?; if [ $$rc -eq 5 ]; then echo "no tests collected"; rc=0; fi; exit $$rc
+	$(BIN)/python -m pytest -q --durations=10 $(ARGS); rc=$$?; if [ $$rc -eq 5 ]; then echo "no tests collected"; rc=0; fi; exit $$rc
 
 lint: $(VENV)/.ready
 	$(BIN)/python -m ruff check gpu_zoo trainers benchmarks tests

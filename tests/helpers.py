@@ -6,6 +6,13 @@ import gpu_zoo
 
 # One structural configuration of Tag for most tests (floats are runtime params: no recompile).
 TAG_SMALL = dict(num_taggers=2, num_runners=3, max_cycles=6)
+GRID_SMALL = dict(num_taggers=2, num_runners=2, grid_length=4, max_cycles=5)
+# The configurations the PettingZoo-face tests share (one env, no auto-reset: kernels of their own).
+PZ_CONFIGS = {
+    "tag_continuous_v0": TAG_SMALL,
+    "tag_gridworld_v0": GRID_SMALL,
+    "simple_tag_v3": dict(max_cycles=10),
+}
 
 
 def tag_env(num_envs=2, **kw):

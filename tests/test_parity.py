@@ -9,12 +9,13 @@ import torch
 
 import gpu_zoo
 from gpu_zoo.core.batched import BatchedEnv
+from tests.helpers import GRID_SMALL
 
 CASES = {
     "tag_full": ("tag_continuous_v0", dict(num_taggers=2, num_runners=3, max_cycles=6, tagging_distance=0.15)),
     "tag_knn": ("tag_continuous_v0", dict(num_taggers=1, num_runners=5, max_cycles=5, tagging_distance=0.2,
                                           use_full_observation=False, num_other_agents_observed=3)),
-    "grid_full": ("tag_gridworld_v0", dict(num_taggers=3, num_runners=2, grid_length=3, max_cycles=5)),
+    "grid_full": ("tag_gridworld_v0", GRID_SMALL),
     "grid_partial": ("tag_gridworld_v0", dict(num_taggers=2, num_runners=1, grid_length=4, max_cycles=4,
                                               use_full_observation=False)),
     "simple_tag": ("simple_tag_v3", dict(num_good=2, num_adversaries=2, num_obstacles=1, max_cycles=5)),

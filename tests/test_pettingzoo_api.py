@@ -7,13 +7,11 @@ import pytest
 from pettingzoo.test import api_test, max_cycles_test, parallel_api_test, parallel_seed_test, render_test
 
 from gpu_zoo.tag import simple_tag_v3, tag_continuous_v0, tag_gridworld_v0
-from tests.helpers import TAG_SMALL
+from tests.helpers import PZ_CONFIGS, TAG_SMALL
 
-MODULES = {
-    "tag_continuous_v0": (tag_continuous_v0, TAG_SMALL),
-    "tag_gridworld_v0": (tag_gridworld_v0, dict(num_taggers=3, num_runners=2, grid_length=5, max_cycles=8)),
-    "simple_tag_v3": (simple_tag_v3, dict(max_cycles=10)),
-}
+MODULES = {name: (mod, PZ_CONFIGS[name]) for name, mod in
+           (("tag_continuous_v0", tag_continuous_v0), ("tag_gridworld_v0", tag_gridworld_v0),
+            ("simple_tag_v3", simple_tag_v3))}
 
 
 CHECKS = {

@@ -7,16 +7,17 @@ supersuit = pytest.importorskip("supersuit")
 sb3 = pytest.importorskip("stable_baselines3")
 
 from gpu_zoo.tag import simple_tag_v3, tag_continuous_v0, tag_gridworld_v0  # noqa: E402
+from tests.helpers import GRID_SMALL, PZ_CONFIGS  # noqa: E402
 
 CASES = {
     # spaces differ between adversaries and good agents: pad them, as the tutorials do
     "simple_tag_v3": lambda: supersuit.pad_action_space_v0(
-        supersuit.pad_observations_v0(simple_tag_v3.parallel_env(max_cycles=10))),
+        supersuit.pad_observations_v0(simple_tag_v3.parallel_env(**PZ_CONFIGS["simple_tag_v3"]))),
     # runners leave the game when tagged: black death keeps them as zero-observation agents
     "tag_continuous_v0": lambda: supersuit.black_death_v3(
-        tag_continuous_v0.parallel_env(num_taggers=1, num_runners=2, max_cycles=10, tagging_distance=0.2)),
+        tag_continuous_v0.parallel_env(**PZ_CONFIGS["tag_continuous_v0"], tagging_distance=0.2)),
     "tag_gridworld_v0": lambda: supersuit.black_death_v3(
-        tag_gridworld_v0.parallel_env(num_taggers=2, num_runners=1, grid_length=4, max_cycles=10)),
+        tag_gridworld_v0.parallel_env(**PZ_CONFIGS["tag_gridworld_v0"])),
 }
 
 
@@ -37,7 +38,7 @@ def test_sb3_ppo_learns_through_supersuit(name):
 def test_multiprocess_vector_env_survives_fork():
     """SuperSuit forks worker processes; the CPU kernels' threading layer must survive that."""
     env = supersuit.pettingzoo_env_to_vec_env_v1(supersuit.pad_observations_v0(
-        simple_tag_v3.parallel_env(num_good=1, num_adversaries=1, num_obstacles=0, max_cycles=5)))
+        simple_tag_v3.parallel_env(**PZ_CONFIGS["simple_tag_v3"])))
     env.reset(seed=0)  # the parent runs a parallel kernel before forking
     env = supersuit.concat_vec_envs_v1(env, 2, num_cpus=2, base_class="stable_baselines3")
     env.reset()
@@ -53,28 +54,27 @@ def test_sb3_trains_on_the_batched_env_directly():
     import gpu_zoo
     from gpu_zoo.core.sb3 import SB3VecEnv
 
-    batched = gpu_zoo.make("tag_gridworld_v0", num_envs=32, device="cpu", num_taggers=2, grid_length=4,
-                           max_cycles=12)
+    batched = gpu_zoo.make("tag_gridworld_v0", num_envs=32, device="cpu", **GRID_SMALL)
     venv = VecMonitor(SB3VecEnv(batched, "tagger"))
     assert venv.num_envs == 64
     model = sb3.PPO("MlpPolicy", venv, n_steps=32, batch_size=256, n_epochs=2, verbose=0)
     model.learn(total_timesteps=4096)
     assert len(model.ep_info_buffer) > 0
-    assert all(info["l"] <= 12 for info in model.ep_info_buffer)
+    assert all(info["l"] <= GRID_SMALL["max_cycles"] for info in model.ep_info_buffer)
 
 
 def test_sb3_vecenv_reports_episode_ends():
     import gpu_zoo
     from gpu_zoo.core.sb3 import SB3VecEnv
 
-    batched = gpu_zoo.make("tag_gridworld_v0", num_envs=4, device="cpu", num_taggers=2, grid_length=4, max_cycles=3)
+    batched = gpu_zoo.make("tag_gridworld_v0", num_envs=4, device="cpu", **GRID_SMALL)
     venv = SB3VecEnv(batched, "tagger")
     venv.seed(5)
     obs = venv.reset()
     assert obs.shape == (8, batched.single_observation_space("tagger").shape[0])
     time_idx = batched.layout.groups["tagger"].obs_offsets["time"][0]
     ended = np.zeros(8, bool)
-    for _ in range(3):
+    for _ in range(GRID_SMALL["max_cycles"]):
         obs, rew, dones, infos = venv.step(batched.sample_actions()["tagger"].reshape(8).numpy())
         ended |= dones
         for i in np.flatnonzero(dones):

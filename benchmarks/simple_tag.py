@@ -12,14 +12,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import time
 
 import numpy as np
 import torch
 
 import gpu_zoo
-from benchmarks.tag_continuous import sync, system_info
+from benchmarks.timing import fill_random_actions, step_rates, summary, system_info
 
 
 def mpe2_rate(seconds: float) -> float | None:
@@ -44,22 +43,9 @@ def ours_rate(num_envs: int, device: str, steps: int, repeats: int) -> dict:
     dev = torch.device(device)
     env = gpu_zoo.make("simple_tag_v3", num_envs=num_envs, device=dev, validate=False)
     env.reset(seed=0)
-    gen = torch.Generator(device=dev).manual_seed(0)
-    for g in env.groups:
-        act = env.actions[g]
-        act.copy_(torch.randint(0, 5, act.shape, device=dev, generator=gen, dtype=act.dtype))
-    for _ in range(5):
-        env.step()
-    rates = []
-    for _ in range(repeats):
-        sync(dev)
-        t = time.perf_counter()
-        for _ in range(steps):
-            env.step()
-        sync(dev)
-        rates.append(steps * num_envs / (time.perf_counter() - t))
-    return {"env": "simple_tag_v3", "system": "gpu_zoo", "device": device, "num_envs": num_envs,
-            "env_steps_per_s": statistics.median(rates), "spread": [min(rates), max(rates)]}
+    fill_random_actions(env)
+    rates = step_rates(env, steps, repeats)
+    return {"env": "simple_tag_v3", "system": "gpu_zoo", "device": device, "num_envs": num_envs, **summary(rates)}
 
 
 def main(argv=None):

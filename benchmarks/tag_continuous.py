@@ -13,14 +13,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import statistics
 import subprocess
 import sys
 import time
-from datetime import datetime, timezone
 
 import torch
+
+from benchmarks.timing import fill_random_actions, step_rates, summary, sync, system_info
 
 DEFAULT_SIZES = "2000x1000x10,2000x640x10,2000x100,16384x5,1x11"
 
@@ -40,11 +40,6 @@ def env_kwargs(agents: int, k: int | None) -> dict:
     return kw
 
 
-def sync(device: torch.device):
-    if device.type == "cuda":
-        torch.cuda.synchronize()
-
-
 def measure(num_envs: int, agents: int, k: int | None, device: str, steps: int, repeats: int) -> dict:
     import gpu_zoo
     from gpu_zoo.core import launch
@@ -55,21 +50,8 @@ def measure(num_envs: int, agents: int, k: int | None, device: str, steps: int, 
     make_s = time.perf_counter() - t0
     compile_s = launch.compile_seconds.get(env._launcher.compile_key, 0.0)
     env.reset(seed=0)
-    gen = torch.Generator(device=dev).manual_seed(0)
-    for g in env.groups:
-        act = env.actions[g]
-        act.copy_(torch.randint(0, 11, act.shape, device=dev, generator=gen, dtype=torch.int32))
-    for _ in range(10):
-        env.step()
-    sync(dev)
-    rates = []
-    for _ in range(repeats):
-        sync(dev)
-        t = time.perf_counter()
-        for _ in range(steps):
-            env.step()
-        sync(dev)
-        rates.append(steps * num_envs / (time.perf_counter() - t))
+    fill_random_actions(env)
+    rates = step_rates(env, steps, repeats)
     host = []
     for _ in range(5):
         sync(dev)
@@ -78,7 +60,7 @@ def measure(num_envs: int, agents: int, k: int | None, device: str, steps: int, 
             env.step()
         host.append((time.perf_counter() - t) / 50 * 1e6)
         sync(dev)
-    med = statistics.median(rates)
+    med = summary(rates)["env_steps_per_s"]
     kernel_info = {}
     if env.target == "cuda":
         kern = env._launcher.module.step
@@ -91,26 +73,10 @@ def measure(num_envs: int, agents: int, k: int | None, device: str, steps: int, 
         **kernel_info,
         "env": "tag_continuous_v0", "device": device, "target": env.target, "num_envs": num_envs, "agents": agents,
         "k_nearest": k, "env_steps_per_s": med, "agent_steps_per_s": med * agents,
-        "spread": [min(rates), max(rates)], "host_us_per_step": statistics.median(host),
+        "spread": summary(rates)["spread"], "host_us_per_step": statistics.median(host),
         "make_s": make_s, "compile_s": compile_s, "launch": str(env._launcher.shape),
         "bytes_state": env.buffers.nbytes(),
     }
-
-
-def system_info(device: str) -> dict:
-    import numba
-
-    info = {"python": platform.python_version(), "torch": torch.__version__, "numba": numba.__version__,
-            "date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "machine": platform.machine()}
-    if device == "cuda":
-        info["gpu"] = torch.cuda.get_device_name()
-        try:
-            import numba_cuda  # noqa: F401
-
-            info["numba_cuda"] = sys.modules["numba_cuda"].__version__
-        except (ImportError, AttributeError):
-            pass
-    return info
 
 
 def main(argv=None):

@@ -51,6 +51,16 @@ class Canvas:
         self.image[2:5, self.margin:self.margin + w] = color
 
 
+TAGGER, RUNNER, OUT_OF_GAME = (220, 50, 47), (38, 139, 210), (170, 170, 170)
+
+
+def tag_color(is_tagger: bool, alive: bool) -> tuple[int, int, int]:
+    """The Tag family's palette: taggers red, runners blue, agents out of the game grey."""
+    if is_tagger:
+        return TAGGER
+    return RUNNER if alive else OUT_OF_GAME
+
+
 def write_gif(frames: Iterable[np.ndarray], path, fps: int = 15):
     """Writes uint8 RGB frames as a looping GIF (needs Pillow)."""
     try:

@@ -348,12 +348,12 @@ def observe(s, p, e, a, i):
 # ------------------------------------------------------------------ render
 def render(state: dict, p: TagParams, size: int = 320) -> np.ndarray:
     """Top view: taggers red, runners blue, tagged runners grey."""
-    from gpu_zoo.core.render import Canvas
+    from gpu_zoo.core.render import Canvas, tag_color
 
     c = Canvas(size, (p.grid_length, p.grid_length))
     for a in range(p.num_agents):
         tagger = a < p.num_taggers
-        color = (220, 50, 47) if tagger else ((38, 139, 210) if state["alive"][a] else (170, 170, 170))
+        color = tag_color(tagger, bool(state["alive"][a]))
         x, y, h = float(state["pos_x"][a]), float(state["pos_y"][a]), float(state["heading"][a])
         c.disc(x, y, 0.028 * p.grid_length * (1.4 if tagger else 1.0), color)
         c.heading(x, y, h, 0.06 * p.grid_length, color)

@@ -236,13 +236,13 @@ def constants(p: GridTagParams) -> dict:
 # ------------------------------------------------------------------ render
 def render(state: dict, p: GridTagParams, size: int = 320) -> np.ndarray:
     """Top view: taggers red, runners blue, tagged runners grey."""
-    from gpu_zoo.core.render import Canvas
+    from gpu_zoo.core.render import Canvas, tag_color
 
     side = float(p.grid_length + 1)
     c = Canvas(size, (side, side))
     for a in range(p.num_taggers + p.num_runners):
         tagger = a < p.num_taggers
-        color = (220, 50, 47) if tagger else ((38, 139, 210) if state["alive"][a] else (170, 170, 170))
+        color = tag_color(tagger, bool(state["alive"][a]))
         radius = max(0.45, 0.012 * side) * (1.0 if tagger else 0.8)
         c.disc(float(state["x"][a]) + 0.5, float(state["y"][a]) + 0.5, radius, color)
     c.text_bar(int(state["t"]) / p.max_cycles)

@@ -38,10 +38,10 @@ class SB3VecEnv(VecEnv):
     def __init__(self, env: BatchedEnv, group: str, other_policy: Callable = random_policy):
         self.env, self.group, self.other_policy = env, group, other_policy
         self._n = env.group_size(group)
+        self.render_mode = None  # SB3 warns when a VecEnv lacks it
         super().__init__(env.num_envs * self._n, env.single_observation_space(group),
                          env.single_action_space(group))
         self._actions = None
-        self.render_mode = None
 
     def _flat(self, t: torch.Tensor) -> np.ndarray:
         return t.reshape(self.num_envs, *t.shape[2:]).cpu().numpy().copy()

@@ -158,6 +158,8 @@ class GroupPolicy(nn.Module):
 
 # --------------------------------------------------------------------- training
 class Trainer:
+    """The env, one policy per group, one optimiser and the rollout storage, all on one device."""
+
     def __init__(self, args: Args):
         self.args = args
         self.device = torch.device(args.device) if args.device else default_device()

@@ -67,6 +67,8 @@ class Args:
     """width of the two hidden layers"""
     seed: int = 0
     """seed of the env, the networks and the sampling"""
+    train_groups: str = ""
+    """comma-separated groups to train (default: all); the others act uniformly at random"""
     device: str | None = None
     """cuda or cpu (default: cuda if usable)"""
     out: str = "runs/ppo"
@@ -166,15 +168,20 @@ class Trainer:
         torch.manual_seed(args.seed)
         self.env = gpu_zoo.make(args.env_id, num_envs=args.num_envs, device=self.device, validate=False,
                                 **args.env_kwargs)
+        trained = tuple(g for g in args.train_groups.split(",") if g) or self.env.groups
+        unknown = set(trained) - set(self.env.groups)
+        if unknown:
+            raise ValueError(f"train_groups {sorted(unknown)} are not groups of {args.env_id}: {self.env.groups}")
+        self.random_groups = tuple(g for g in self.env.groups if g not in trained)
         self.policies = nn.ModuleDict({g: GroupPolicy(self.env.single_observation_space(g).shape[0],
                                                       self.env.single_action_space(g), args.hidden)
-                                       for g in self.env.groups}).to(self.device)
+                                       for g in trained}).to(self.device)
         self.opt = torch.optim.Adam(self.policies.parameters(), lr=args.learning_rate, eps=1e-5)
         self.iteration = 0
-        self.obs = {g: o.clone() for g, o in self.env.reset(seed=args.seed).items()}
+        self.obs = {g: o.clone() for g, o in self.env.reset(seed=args.seed).items() if g in self.policies}
         T, E = args.num_steps, args.num_envs
         self.buf = {}
-        for g in self.env.groups:
+        for g in self.policies:
             n, D = self.env.group_size(g), self.env.single_observation_space(g).shape[0]
             act_shape = self.env.actions[g].shape[2:]
             z = lambda *s, dtype=torch.float32: torch.zeros(*s, dtype=dtype, device=self.device)  # noqa: E731
@@ -187,7 +194,7 @@ class Trainer:
     def rollout(self):
         env = self.env
         for t in range(self.args.num_steps):
-            actions = {}
+            actions = env.sample_actions(groups=self.random_groups) if self.random_groups else {}
             for g, pol in self.policies.items():
                 b = self.buf[g]
                 b["obs"][t] = self.obs[g]
@@ -235,8 +242,9 @@ class Trainer:
     def episode_returns(self) -> dict[str, float]:
         """Mean return per agent of each group over each env's latest finished episode."""
         s = self.env.episode_stats()
-        n = s["episodes"].sum().clamp_min(1)
-        return {g: float((s[f"return_{g}"].mean(-1) * (s["episodes"] > 0)).sum() / n) for g in self.env.groups}
+        finished = s["episodes"] > 0
+        n = finished.sum().clamp_min(1)
+        return {g: float((s[f"return_{g}"].mean(-1) * finished).sum() / n) for g in self.env.groups}
 
     # ----------------------------------------------------------------- persistence
     def save(self, path: Path):

@@ -2,7 +2,7 @@
 
 from numba import njit
 
-from .spec import EnvSpec, Field, Group, ObsBlock, PerAgent, PerEnv, PerObs
+from .spec import EnvSpec, Field, Group, ObsBlock, PerAgent, PerEnv, PerItem, PerObs
 
 kernel_fn = njit(_nrt=False, error_model="numpy")
 """Decorator for an environment's phase functions and their helpers (both targets compile them).
@@ -12,4 +12,4 @@ which another process cannot unpickle. The generated kernels are cached with the
 ``error_model="numpy"`` makes a division by zero give inf/nan as on CUDA, instead of raising.
 """
 
-__all__ = ["EnvSpec", "Field", "Group", "ObsBlock", "PerAgent", "PerEnv", "PerObs", "kernel_fn"]
+__all__ = ["EnvSpec", "Field", "Group", "ObsBlock", "PerAgent", "PerEnv", "PerItem", "PerObs", "kernel_fn"]

@@ -105,7 +105,10 @@ class BatchedEnv:
         self.truncated = {n: f.trunc[:, gi.lo:gi.hi] for n, gi in g.items()}
         self.alive = {n: f.alive[:, gi.lo:gi.hi] for n, gi in g.items()}
         self.active = {n: f.active[:, gi.lo:gi.hi] for n, gi in g.items()}
+        self.action_masks = {n: getattr(f, f"mask_{n}") for n, gi in g.items() if gi.group.masked}
         self.info = {"final_obs": self.final_obs, "done": f.done, "active": self.active, "alive": self.alive}
+        if self.action_masks:
+            self.info["action_mask"] = self.action_masks
         self._bounds = {}
         for n, gi in g.items():
             sp = gi.action_space
@@ -151,7 +154,9 @@ class BatchedEnv:
 
         Returns:
             ``(obs, rewards, terminated, truncated, info)``, dicts keyed by group (``info`` holds
-            ``final_obs`` per group, ``done`` per env, ``active`` and ``alive`` masks per group).
+            ``final_obs`` per group, ``done`` per env, ``active`` and ``alive`` masks per group,
+            and ``action_mask`` per masked group: ``(num_envs, group_size, mask_size)`` bools,
+            the actions feasible at the next step; an infeasible action is a no-op).
             ``terminated``/``truncated`` mark the agents whose episode ended at this step;
             ``active`` marks the agents that were in the game during this step.
         """
@@ -215,10 +220,17 @@ class BatchedEnv:
 
     # ----------------------------------------------------------------- extras
     def sample_actions(self, generator: torch.Generator | None = None, groups=None) -> dict[str, torch.Tensor]:
-        """Uniformly random valid actions, made on the env's device (the batched ``action_space.sample()``)."""
+        """Uniformly random valid actions, made on the env's device (the batched ``action_space.sample()``).
+
+        For a masked group each action (each dimension of a MultiDiscrete one) is uniform over
+        the entries its current mask allows.
+        """
         out = {}
         for g in self.groups if groups is None else groups:
             sp, buf = self.single_action_space(g), self.actions[g]
+            if g in self.action_masks:
+                out[g] = self._sample_masked(g, generator)
+                continue
             u = torch.rand(buf.shape, device=self.device, generator=generator)
             if isinstance(sp, gymnasium.spaces.Box):
                 low, high = self._bounds[g]
@@ -226,6 +238,15 @@ class BatchedEnv:
             else:
                 out[g] = (u * self._bounds[g]).to(buf.dtype)
         return out
+
+    def _sample_masked(self, g: str, generator) -> torch.Tensor:
+        # The arg-max of uniform scores over the allowed entries is a uniform pick among them.
+        mask, sp = self.action_masks[g], self.single_action_space(g)
+        scores = torch.rand(mask.shape, device=self.device, generator=generator).masked_fill_(~mask, -1.0)
+        if isinstance(sp, gymnasium.spaces.Discrete):
+            return scores.argmax(-1).to(self.actions[g].dtype)
+        parts = scores.split([int(n) for n in sp.nvec], dim=-1)
+        return torch.stack([p.argmax(-1) for p in parts], dim=-1).to(self.actions[g].dtype)
 
     def episode_stats(self) -> dict[str, torch.Tensor]:
         """Per env, on the device: finished-episode count, last length and last return per group."""

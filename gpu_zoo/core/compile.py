@@ -31,7 +31,7 @@ import numba
 from . import episode as _episode
 from . import rng as _rng
 from .layout import Layout
-from .spec import PerAgent, PerEnv, PerObs
+from .spec import PerAgent, PerEnv, PerItem, PerObs
 
 
 @dataclass(frozen=True)
@@ -79,7 +79,7 @@ def _qualified(fn) -> tuple[str, str]:
 class _Stages:
     """The ordered stages of a kernel: (kind, what to run, guarded by done?).
 
-    Kinds: ``agent`` and ``env`` call a phase; ``elem`` assigns ``s.<target>_<group>[e, ai, i]``
+    Kinds: ``agent``, ``env`` and ``item`` call a phase; ``elem`` assigns ``s.<target>_<group>[e, ai, i]``
     for every observation element of every group, from an expression of ``a``, ``ai`` and ``i``.
     """
 
@@ -93,6 +93,8 @@ class _Stages:
         self.imports[alias] = (mod, name)
         if isinstance(phase, PerObs):
             self.elem("obs", f"{alias}(s, p, e, a, i)", guard)
+        elif isinstance(phase, PerItem):
+            self.items.append(("item", (alias, phase.count), guard))
         else:
             self.items.append(("agent" if isinstance(phase, PerAgent) else "env", alias, guard))
 
@@ -187,6 +189,8 @@ def _cpu_body(name: str, stages: _Stages, layout: Layout) -> str:
             out += [ind + f"for a in range({A}):", ind + f"    {fn}(s, p, e, a)"]
         elif kind == "env":
             out.append(ind + f"{fn}(s, p, e)")
+        elif kind == "item":
+            out += [ind + f"for k in range({fn[1]}):", ind + f"    {fn[0]}(s, p, e, k)"]
         else:
             helper = f"_{name}_elem{len(helpers)}"
             helpers.append(_cpu_elem_helper(helper, *fn, layout))
@@ -209,6 +213,9 @@ def _cuda_body(name: str, stages: _Stages, layout: Layout, shape: LaunchShape, s
                     f"            {fn}(s, p, e, a)", f"            a += {tpe}"]
         elif kind == "env":
             out += [f"    if {cond} and lane == 0:", f"        {fn}(s, p, e)"]
+        elif kind == "item":
+            out += [f"    if {cond}:", "        k = lane", f"        while k < {fn[1]}:",
+                    f"            {fn[0]}(s, p, e, k)", f"            k += {tpe}"]
         else:  # consecutive lanes take consecutive elements of the env's (agents, obs) block
             target, value = fn
             out.append(f"    if {cond}:")

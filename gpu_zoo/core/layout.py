@@ -83,6 +83,16 @@ class GroupInfo:
         return tuple(sp.shape)
 
     @property
+    def mask_size(self) -> int:
+        """Entries of one agent's action mask: ``n`` for Discrete(n), ``sum(nvec)`` for MultiDiscrete."""
+        sp = self.action_space
+        if isinstance(sp, gymnasium.spaces.Discrete):
+            return int(sp.n)
+        if isinstance(sp, gymnasium.spaces.MultiDiscrete):
+            return int(sp.nvec.sum())
+        return 0
+
+    @property
     def action_dtype(self) -> str:
         return "f32" if isinstance(self.action_space, gymnasium.spaces.Box) else "i32"
 
@@ -100,6 +110,8 @@ def _check_action_space(g: Group):
             raise ValueError(f"group {g.name!r}: Box actions must be 1-d float32")
     else:
         raise ValueError(f"group {g.name!r}: unsupported action space {sp}")
+    if g.masked and not isinstance(sp, gymnasium.spaces.Discrete | gymnasium.spaces.MultiDiscrete):
+        raise ValueError(f"group {g.name!r}: action masks need Discrete or MultiDiscrete actions, got {sp}")
 
 
 class Layout:
@@ -140,6 +152,8 @@ class Layout:
             out.append(Field(f"obs_{gi.name}", "f32", (gi.count, D), f"observations of the {gi.name} group"))
             out.append(Field(f"final_obs_{gi.name}", "f32", (gi.count, D), "observation before an auto-reset"))
             out.append(Field(f"act_{gi.name}", gi.action_dtype, (gi.count, *gi.action_shape), "actions"))
+            if gi.group.masked:
+                out.append(Field(f"mask_{gi.name}", "u8", (gi.count, gi.mask_size), "1 where an action is feasible"))
         return out
 
     def _place(self):

@@ -82,7 +82,7 @@ class GpuZooParallelEnv(ParallelEnv):
                 self._act_spaces[a].seed(seed + i)
         self.agents = self.possible_agents[:]
         obs = self._observations(self.agents)
-        return obs, {a: {} for a in self.agents}
+        return obs, self._infos(self.agents)
 
     def step(self, actions: dict):
         if not isinstance(actions, dict):
@@ -108,7 +108,7 @@ class GpuZooParallelEnv(ParallelEnv):
         rewards = {a: float(rew[self._slots[a][2]]) for a in live}
         terms = {a: bool(term[self._slots[a][2]]) for a in live}
         truncs = {a: bool(trunc[self._slots[a][2]]) for a in live}
-        infos = {a: {} for a in live}
+        infos = self._infos(live)
         self.agents = [a for a in live if not (terms[a] or truncs[a])]
         if self.render_mode == "human":
             self.render()
@@ -122,6 +122,15 @@ class GpuZooParallelEnv(ParallelEnv):
         if not ok or not space.contains(arr.astype(space.dtype)):
             raise ValueError(f"action for {agent!r} must be an element of {space}, got {action!r}")
         return arr
+
+    def _infos(self, agents) -> dict[str, dict]:
+        """Per agent: ``action_mask`` (int8, 1 = feasible) for masked groups, as PettingZoo's envs do."""
+        masks = {g: m[0].cpu().numpy().astype(np.int8) for g, m in self._env.action_masks.items()}
+        infos = {}
+        for a in agents:
+            g, i, _ = self._slots[a]
+            infos[a] = {"action_mask": masks[g][i]} if g in masks else {}
+        return infos
 
     def _observations(self, agents) -> dict[str, np.ndarray]:
         host = {g: t[0].cpu().numpy().copy() for g, t in self._env.obs.items()}

@@ -65,6 +65,11 @@ class Group:
     action_space: gymnasium.spaces.Space
     obs_low: float = -float("inf")
     obs_high: float = float("inf")
+    masked: bool = False
+    """If True the env writes ``s.mask_<name>[e, i, k]`` (1 = action ``k`` feasible now) in its
+    observe phases: ``n`` entries for ``Discrete(n)``, the per-dimension masks concatenated for
+    ``MultiDiscrete``. The faces hand them out as action masks; the env must still treat an
+    infeasible action as a no-op, since nothing forces a policy to respect them."""
 
     @property
     def obs_size(self) -> int:
@@ -83,6 +88,23 @@ class PerEnv:
     """A phase run once per environment: ``fn(s, p, e)``. The place for reductions over agents."""
 
     fn: Callable
+
+
+@dataclass(frozen=True)
+class PerItem:
+    """A phase run ``count`` times per environment: ``fn(s, p, e, k)`` for ``k < count``.
+
+    For work over an env's own items that are not agents, such as the cells of a map: on a GPU
+    the env's threads share the items instead of one thread looping over all of them. Item
+    ``k`` may write only its own cells.
+    """
+
+    fn: Callable
+    count: int
+
+    def __post_init__(self):
+        if isinstance(self.count, bool) or not isinstance(self.count, int) or self.count < 0:
+            raise ValueError(f"PerItem count must be a non-negative int, got {self.count!r}")
 
 
 @dataclass(frozen=True)
@@ -147,7 +169,7 @@ class EnvSpec:
         """
         value = getattr(self, kind)
         out = tuple(value(params) if callable(value) else value)
-        allowed = (PerAgent, PerEnv, PerObs) if kind == "observe" else (PerAgent, PerEnv)
+        allowed = (PerAgent, PerEnv, PerItem, PerObs) if kind == "observe" else (PerAgent, PerEnv, PerItem)
         for phase in out:
             if not isinstance(phase, allowed):
                 names = ", ".join(c.__name__ for c in allowed)

@@ -31,6 +31,8 @@ from pathlib import Path
 import gymnasium
 import numpy as np
 
+from .core.layout import Layout
+from .core.spec import EnvSpec
 from .registry import get_spec, registered_envs
 
 GIF_FRAMES = 60
@@ -58,12 +60,11 @@ class EnvDoc:
     version_history: str
 
 
-def env_doc(env_id: str) -> EnvDoc:
-    spec = get_spec(env_id)
+def env_doc(spec: EnvSpec) -> EnvDoc:
     module = sys.modules.get(spec.module) or importlib.import_module(spec.module)
     doc = inspect.cleandoc(module.__doc__ or "")
     if not doc:
-        raise ValueError(f"{env_id}: module {spec.module} has no docstring; the gallery page is made from it")
+        raise ValueError(f"{spec.id}: module {spec.module} has no docstring; the gallery page is made from it")
     history = ""
     match = re.search(r"^## Version history\s*$", doc, flags=re.MULTILINE | re.IGNORECASE)
     if match:
@@ -88,17 +89,14 @@ def describe_space(space: gymnasium.spaces.Space) -> str:
     return str(space)
 
 
-def default_layout(env_id: str):
-    """The `Layout` of ``env_id`` with its default params (no kernel is compiled)."""
-    from .core.layout import Layout
-
-    spec = get_spec(env_id)
+def default_layout(spec: EnvSpec) -> Layout:
+    """The `Layout` of an env with its default params (no kernel is compiled)."""
     return Layout(spec, spec.make_params())
 
 
-def groups_table(env_id: str) -> str:
+def groups_table(spec: EnvSpec) -> str:
     """Agent groups with their names, observation and action spaces, for the default params."""
-    layout = default_layout(env_id)
+    layout = default_layout(spec)
     masked_any = any(getattr(gi.group, "masked", False) for gi in layout.groups.values())
     head = ["group", "agents", "observation space", "action space"] + (["action mask"] if masked_any else [])
     rows = [head, ["---"] * len(head)]
@@ -112,9 +110,9 @@ def groups_table(env_id: str) -> str:
     return "\n".join("| " + " | ".join(r) + " |" for r in rows)
 
 
-def observation_blocks(env_id: str) -> str:
+def observation_blocks(spec: EnvSpec) -> str:
     """Each group's observation vector as named slices (offset and size), for the default params."""
-    layout = default_layout(env_id)
+    layout = default_layout(spec)
     lines = []
     for name, gi in layout.groups.items():
         parts = [f"`{block}` [{start}:{start + size}]" for block, (start, size) in gi.obs_offsets.items()]
@@ -151,10 +149,9 @@ def _default_repr(f: dataclasses.Field) -> str:
     return repr(value)
 
 
-def params_table(env_id: str) -> str:
+def params_table(spec: EnvSpec) -> str:
     """Constructor arguments with defaults; float ones can change at run time (``set_params``)."""
-    spec = get_spec(env_id)
-    runtime = set(default_layout(env_id).runtime_params)
+    runtime = set(default_layout(spec).runtime_params)
     docs = _field_docs(spec.params)
     rows = ["| argument | default | type | changeable at run time | meaning |", "| --- | --- | --- | --- | --- |"]
     for f in dataclasses.fields(spec.params):
@@ -319,17 +316,18 @@ def cached_gifs(env_ids, cache_dir: Path, engine: str = "sim") -> dict[str, Path
 
 
 # ---------------------------------------------------------------------- pages
-def import_line(env_id: str) -> str | None:
+def import_line(spec: EnvSpec) -> str | None:
     """``from gpu_zoo.tag import tag_gridworld_v0`` when the versioned module exists beside the env's."""
-    package = get_spec(env_id).module.rpartition(".")[0]
-    if package and importlib.util.find_spec(f"{package}.{env_id}") is not None:
-        return f"from {package} import {env_id}"
+    package = spec.module.rpartition(".")[0]
+    if package and importlib.util.find_spec(f"{package}.{spec.id}") is not None:
+        return f"from {package} import {spec.id}"
     return None
 
 
-def env_page(env_id: str, gif_name: str | None, results_dir: Path) -> str:
+def env_page(spec: EnvSpec, gif_name: str | None, results_dir: Path) -> str:
     """The Markdown gallery page of one env."""
-    doc = env_doc(env_id)
+    env_id = spec.id
+    doc = env_doc(spec)
     intro, _, sections = doc.body.partition("\n## ")
     if intro.startswith("## "):
         intro, sections = "", intro[3:]
@@ -339,17 +337,17 @@ def env_page(env_id: str, gif_name: str | None, results_dir: Path) -> str:
         out += [f"![{env_id}: one episode with random actions]({gif_name}){{ width=\"{GIF_SIZE}\" }}", "",
                 f"*One episode with uniformly random actions ({config}; at most {GIF_FRAMES} frames).*", ""]
     out += [doc.summary, "", intro.strip(), ""]
-    imp = import_line(env_id)
+    imp = import_line(spec)
     out += ["```python", "import gpu_zoo", *([imp] if imp else []), ""]
     if imp:
         out.append(f"env = {env_id}.parallel_env()  # PettingZoo ParallelEnv")
     out += [f'batched = gpu_zoo.make("{env_id}", num_envs=4096)  # batched tensors',
             "```", ""]
-    out += ["## Agents and spaces", "", "With the default arguments:", "", groups_table(env_id), "",
-            "Observation vectors, by named block:", "", observation_blocks(env_id), ""]
+    out += ["## Agents and spaces", "", "With the default arguments:", "", groups_table(spec), "",
+            "Observation vectors, by named block:", "", observation_blocks(spec), ""]
     if sections:
         out += ["## " + sections.strip(), ""]
-    out += ["## Arguments", "", params_table(env_id), ""]
+    out += ["## Arguments", "", params_table(spec), ""]
     records = throughput_records(results_dir, env_id)
     out += ["## Throughput", ""]
     if records:
@@ -361,13 +359,13 @@ def env_page(env_id: str, gif_name: str | None, results_dir: Path) -> str:
     return "\n".join(out)
 
 
-def index_page(env_ids, gif_names: dict[str, str]) -> str:
+def index_page(specs, gif_names: dict[str, str]) -> str:
     """The gallery's front page: a grid of animated thumbnails."""
     out = ["# Environment gallery", "",
            "Every environment registered in `gpu_zoo.registry`, each animated with uniformly random actions.", "",
            '<div class="grid cards" markdown>', ""]
-    for env_id in env_ids:
-        summary = env_doc(env_id).summary
+    for spec in specs:
+        env_id, summary = spec.id, env_doc(spec).summary
         thumb = f"[![{env_id}]({gif_names[env_id]}){{ width=\"160\" }}]({env_id}.md)" if env_id in gif_names else ""
         out += [f"-   {thumb}", "", f"    **[`{env_id}`]({env_id}.md)**", "", f"    {summary}", ""]
     out += ["</div>", ""]
@@ -386,10 +384,10 @@ def write_pages(out_dir: Path, results_dir: Path, gifs: dict[str, Path] | None =
         names[env_id] = f"{env_id}.gif"
         shutil.copyfile(src, out_dir / names[env_id])
     written = [out_dir / "index.md"]
-    written[0].write_text(index_page(env_ids, names))
+    written[0].write_text(index_page([get_spec(i) for i in env_ids], names))
     for env_id in env_ids:
         path = out_dir / f"{env_id}.md"
-        path.write_text(env_page(env_id, names.get(env_id), results_dir))
+        path.write_text(env_page(get_spec(env_id), names.get(env_id), results_dir))
         written.append(path)
     return written
 

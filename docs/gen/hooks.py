@@ -43,8 +43,9 @@ def on_files(files, config):
     for env_id, path in gifs.items():
         files.append(File.generated(config, f"gallery/{names[env_id]}", abs_src_path=str(path)))
         files.append(File.generated(config, f"gallery/{env_id}.md",
-                                    content=gallery.env_page(env_id, names[env_id], RESULTS)))
-    files.append(File.generated(config, "gallery/index.md", content=gallery.index_page(env_ids, names)))
+                                    content=gallery.env_page(get_spec(env_id), names[env_id], RESULTS)))
+    specs = [get_spec(env_id) for env_id in env_ids]
+    files.append(File.generated(config, "gallery/index.md", content=gallery.index_page(specs, names)))
     files.append(File.generated(config, "api/envs.md", content=env_api_page(env_ids)))
     return files
 

@@ -1,6 +1,7 @@
 # Everything runs from a local virtual environment that these targets create on first use.
 #   make run    train-free demo: a Tag rollout on the GPU if there is one, else the CPU, with progress
 #   make test   the test suite (CUDA kernels run under Numba's CUDA simulator when there is no GPU)
+#   make docs   the documentation site, built into site/ (strict: a broken link fails)
 
 PYTHON ?= python3
 VENV ?= .venv
@@ -9,13 +10,13 @@ BIN := $(VENV)/bin
 # where one is available locally. Use `make TORCH=torch` (or any spec) to choose another.
 TORCH ?= torch==2.13.0
 
-.PHONY: run test lint clean
+.PHONY: run test docs lint clean
 
 $(VENV)/.ready: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -c "import torch" 2>/dev/null || $(BIN)/python -m pip install -q "$(TORCH)"
-	$(BIN)/python -m pip install -q -e ".[dev]"
+	$(BIN)/python -m pip install -q -e ".[dev,docs]"
 	touch $@
 
 run: $(VENV)/.ready
@@ -23,6 +24,9 @@ run: $(VENV)/.ready
 
 test: $(VENV)/.ready
 	$(BIN)/python -m pytest -q --durations=10 $(ARGS); rc=$$?; if [ $$rc -eq 5 ]; then echo "no tests collected"; rc=0; fi; exit $$rc
+
+docs: $(VENV)/.ready
+	NO_MKDOCS_2_WARNING=1 $(BIN)/python -m mkdocs build --strict
 
 lint: $(VENV)/.ready
 	$(BIN)/python -m ruff check gpu_zoo trainers benchmarks tests

@@ -24,6 +24,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -156,7 +157,7 @@ def params_table(spec: EnvSpec) -> str:
     rows = ["| argument | default | type | changeable at run time | meaning |", "| --- | --- | --- | --- | --- |"]
     for f in dataclasses.fields(spec.params):
         kind = f.type if isinstance(f.type, str) else getattr(f.type, "__name__", str(f.type))
-        live = "yes" if f.name in runtime else "no (compiled in)"
+        live = "yes" if f.name in runtime else "no"
         meaning = docs.get(f.name, "").replace("|", "\\|")
         rows.append(f"| `{f.name}` | `{_default_repr(f)}` | `{kind}` | {live} | {meaning} |")
     return "\n".join(rows)
@@ -297,6 +298,7 @@ def cached_gifs(env_ids, cache_dir: Path, engine: str = "sim") -> dict[str, Path
     a CPU kernel (``engine="cpu"``) costs about half a minute per env on a 2-core machine.
     """
     cache_dir = Path(cache_dir)
+    cache_dir.mkdir(parents=True, exist_ok=True)
     paths = {i: cache_dir / f"{i}-{gif_key(i)}.gif" for i in env_ids}
     missing = [i for i, p in paths.items() if not p.exists()]
     for env_id in missing:  # drawings of older sources
@@ -306,12 +308,15 @@ def cached_gifs(env_ids, cache_dir: Path, engine: str = "sim") -> dict[str, Path
         if engine not in ENGINES:
             raise ValueError(f"engine must be one of {list(ENGINES)}, got {engine!r}")
         env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "1" if engine == "sim" else "0"}
-        cmd = [sys.executable, "-m", "gpu_zoo.gallery", "--gifs-only", "--engine", engine, str(cache_dir), *missing]
         root = str(Path(__file__).resolve().parent.parent)
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH")]))
-        result = subprocess.run(cmd, env=env, capture_output=True, text=True)
-        if result.returncode != 0:
-            raise RuntimeError(f"drawing the gallery animations failed:\n{result.stdout}\n{result.stderr}")
+        with tempfile.TemporaryDirectory(dir=cache_dir) as drawing:
+            cmd = [sys.executable, "-m", "gpu_zoo.gallery", "--gifs-only", "--engine", engine, drawing, *missing]
+            result = subprocess.run(cmd, env=env, capture_output=True, text=True)
+            if result.returncode != 0:
+                raise RuntimeError(f"drawing the gallery animations failed:\n{result.stdout}\n{result.stderr}")
+            for env_id in missing:  # named here, by the keys of the sources this process has read
+                os.replace(Path(drawing) / f"{env_id}.gif", paths[env_id])
     return paths
 
 
@@ -399,7 +404,7 @@ def main(argv=None):
     ap.add_argument("--results", default=str(Path(__file__).resolve().parent.parent / "benchmarks" / "results"),
                     help="folder of benchmark result JSON files")
     ap.add_argument("--no-gifs", action="store_true", help="pages only")
-    ap.add_argument("--gifs-only", action="store_true", help="draw the GIFs named <id>-<key>.gif into OUT")
+    ap.add_argument("--gifs-only", action="store_true", help="only draw the GIFs, as OUT/<id>.gif")
     ap.add_argument("--engine", default="sim", choices=tuple(ENGINES),
                     help="draw the GIFs with the CUDA kernel under Numba's simulator (no compile) or the CPU kernel")
     a = ap.parse_args(argv)
@@ -408,7 +413,7 @@ def main(argv=None):
     if a.gifs_only:
         warnings.filterwarnings("ignore", "overflow encountered", RuntimeWarning)  # the simulator's RNG wrap
         for env_id in env_ids:
-            n = write_episode_gif(env_id, out / f"{env_id}-{gif_key(env_id)}.gif", target=ENGINES[a.engine])
+            n = write_episode_gif(env_id, out / f"{env_id}.gif", target=ENGINES[a.engine])
             print(f"{env_id}: {n} frames", flush=True)
         return
     gifs = None if a.no_gifs else cached_gifs(env_ids, out / ".gifs", engine=a.engine)

@@ -29,7 +29,8 @@ from gpu_zoo.core import EnvSpec, Field, Group, ObsBlock, PerAgent
 pytest.importorskip("mkdocs", reason="the docs extra is not installed: pip install -e '.[docs]'")
 
 ROOT = Path(__file__).resolve().parents[1]
-GUIDES = sorted((ROOT / "docs" / "guides").glob("*.md"))
+# Pages whose ```python blocks the tests run: the home page and every guide.
+GUIDES = [ROOT / "docs" / "index.md", *sorted((ROOT / "docs" / "guides").glob("*.md"))]
 FENCE = re.compile(r"^```python([^\n]*)\n(.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)
 
 
@@ -174,7 +175,7 @@ def test_generator_handles_several_groups_multidiscrete_and_masks(tmp_path):
     assert f"| `planner` | 1: `planner_0` | `Box(-inf, inf, (3,), float32)` | {planner} | yes |" in page
     assert "`map` [0:12], `coins` [12:13]" in page
     assert "| `tax` | `0.25` | `float` | yes | share of income taken by the planner |" in page
-    assert "| `num_workers` | `3` | `int` | no (compiled in) |" in page
+    assert "| `num_workers` | `3` | `int` | no |" in page
     assert "No benchmark results for this environment yet" in page
     assert page.index("## Agents and spaces") < page.index("## Arguments") < page.index("## Version history")
 

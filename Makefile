@@ -1,5 +1,6 @@
 # Everything runs from a local virtual environment that these targets create on first use.
-#   make run    train-free demo: a Tag rollout on the GPU if there is one, else the CPU, with progress
+#   make run    the main job: PPO taggers learn to catch runners (GPU if usable, else CPU; ~5 min on 2 cores);
+#               writes runs/tag_gridworld_v0/ (checkpoint, progress.csv, tb/, curve.png, policy.gif)
 #   make test   the test suite (CUDA kernels run under Numba's CUDA simulator when there is no GPU)
 #   make docs   the documentation site, built into site/ (strict: a broken link fails)
 
@@ -20,7 +21,7 @@ $(VENV)/.ready: pyproject.toml
 	touch $@
 
 run: $(VENV)/.ready
-	$(BIN)/python -m trainers.rollout $(ARGS)
+	$(BIN)/gpu-zoo train tag_gridworld_v0 $(ARGS)
 
 test: $(VENV)/.ready
 	$(BIN)/python -m pytest -q --durations=10 $(ARGS); rc=$$?; if [ $$rc -eq 5 ]; then echo "no tests collected"; rc=0; fi; exit $$rc

@@ -1,85 +1,36 @@
 """PPO on a gpu_zoo batched env, end to end on one device.
 
-    python -m trainers.ppo --env-id tag_gridworld_v0 --total-env-steps 2000000
+    gpu-zoo train tag_gridworld_v0                     # its preset: see trainers/config.py
     python -m trainers.ppo --env-id simple_tag_v3 --num-envs 16384 --device cuda
-    python -m trainers.ppo --resume runs/ppo/checkpoint.pt
+    gpu-zoo train --resume runs/tag_gridworld_v0/checkpoint.pt --total-env-steps 8000000
 
 One policy per agent group (taggers, runners, ...), its parameters shared by the group's agents.
-Rollout storage is preallocated on the device; nothing leaves it inside the rollout or the update
-except one read of the episode statistics per iteration for the progress bar and the CSV.
-Truncated episodes bootstrap from the value of ``info["final_obs"]``; terminated ones from zero.
+Rollout storage is preallocated on the device; nothing leaves it inside the rollout or the update.
+Metrics accumulate on the device and are read every ``log_every`` iterations. Truncated episodes
+bootstrap from the value of ``info["final_obs"]``; terminated ones from zero. Groups with action
+masks sample under them, and the update recomputes log-probabilities under the same masks.
+
+Data parallelism is one step away: a `Trainer` per rank with ``rank`` (it seeds the rank's envs
+apart) and an all-reduce in `Trainer.sync_gradients`.
 """
 
 from __future__ import annotations
 
-import argparse
-import csv
 import dataclasses
-import json
 import os
-import time
-from dataclasses import dataclass, field
+import signal
+import threading
 from pathlib import Path
 
-import gymnasium
 import torch
 from torch import nn
-from torch.distributions import Categorical, Normal
-from tqdm import tqdm
 
 import gpu_zoo
 from gpu_zoo.core.launch import default_device
+from trainers.config import Args
+from trainers.policy import GroupPolicy
 
-
-@dataclass
-class Args:
-    """PPO settings. Derived sizes (batch, iterations) are computed by `derived`, not stored."""
-
-    env_id: str = "tag_gridworld_v0"
-    """registered env id"""
-    env_kwargs: dict = field(default_factory=dict)
-    """constructor arguments of the env (JSON on the command line)"""
-    num_envs: int = 256
-    """environments stepped together"""
-    num_steps: int = 32
-    """steps per rollout and environment"""
-    total_env_steps: int = 500_000
-    """training budget in env-steps (num_envs per step)"""
-    learning_rate: float = 3e-4
-    """Adam step size"""
-    gamma: float = 0.99
-    """discount"""
-    gae_lambda: float = 0.95
-    """GAE lambda"""
-    num_minibatches: int = 4
-    """minibatches per epoch"""
-    update_epochs: int = 4
-    """epochs over each rollout"""
-    clip_coef: float = 0.2
-    """policy and value clipping range"""
-    vf_coef: float = 0.5
-    """value loss weight"""
-    ent_coef: float = 0.01
-    """entropy bonus weight"""
-    max_grad_norm: float = 0.5
-    """gradient clipping"""
-    hidden: int = 64
-    """width of the two hidden layers"""
-    seed: int = 0
-    """seed of the env, the networks and the sampling"""
-    train_groups: str = ""
-    """comma-separated groups to train (default: all); the others act uniformly at random"""
-    device: str | None = None
-    """cuda or cpu (default: cuda if usable)"""
-    out: str = "runs/ppo"
-    """folder for checkpoint.pt and progress.csv"""
-    checkpoint_every: int = 50
-    """iterations between checkpoints (one is always written at the end)"""
-
-
-def derived(args: Args) -> dict:
-    iterations = max(1, args.total_env_steps // (args.num_envs * args.num_steps))
-    return {"iterations": iterations, "env_steps_per_iteration": args.num_envs * args.num_steps}
+LOSS_STATS = ("pg", "vf", "entropy", "approx_kl", "clipfrac")
 
 
 # --------------------------------------------------------------------- pure parts
@@ -103,123 +54,135 @@ def ppo_loss(new_logp, old_logp, adv, new_value, old_value, returns, entropy, ma
              ent_coef: float):
     """Clipped PPO loss averaged over ``mask`` (agents in the game); returns (loss, stats)."""
     n = mask.sum().clamp_min(1.0)
-    ratio = (new_logp - old_logp).exp()
+    log_ratio = new_logp - old_logp
+    ratio = log_ratio.exp()
     pg = torch.max(-adv * ratio, -adv * ratio.clamp(1 - clip, 1 + clip))
     v_clipped = old_value + (new_value - old_value).clamp(-clip, clip)
     vf = 0.5 * torch.max((new_value - returns) ** 2, (v_clipped - returns) ** 2)
     pg_loss, v_loss, ent = (pg * mask).sum() / n, (vf * mask).sum() / n, (entropy * mask).sum() / n
-    return pg_loss + vf_coef * v_loss - ent_coef * ent, {"pg": pg_loss, "vf": v_loss, "entropy": ent}
+    with torch.no_grad():
+        approx_kl = (((ratio - 1) - log_ratio) * mask).sum() / n
+        clipfrac = (((ratio - 1).abs() > clip).float() * mask).sum() / n
+    stats = {"pg": pg_loss, "vf": v_loss, "entropy": ent, "approx_kl": approx_kl, "clipfrac": clipfrac}
+    return pg_loss + vf_coef * v_loss - ent_coef * ent, stats
 
 
-# --------------------------------------------------------------------- the model
-class GroupPolicy(nn.Module):
-    """Actor-critic for one group: Discrete, MultiDiscrete or Box actions."""
+# --------------------------------------------------------------------- building
+def make_env(args: Args, num_envs: int | None = None, device=None):
+    device = torch.device(device or args.device) if (device or args.device) else default_device()
+    return gpu_zoo.make(args.env_id, num_envs=num_envs or args.num_envs, device=device, validate=False,
+                        **args.env_kwargs)
 
-    def __init__(self, obs_size: int, space: gymnasium.spaces.Space, hidden: int):
-        super().__init__()
-        if isinstance(space, gymnasium.spaces.Discrete):
-            self.splits, out = [int(space.n)], int(space.n)
-        elif isinstance(space, gymnasium.spaces.MultiDiscrete):
-            self.splits = [int(n) for n in space.nvec]
-            out = sum(self.splits)
-        else:
-            self.splits, out = None, int(space.shape[0])
-            self.log_std = nn.Parameter(torch.zeros(out))
-            self.register_buffer("low", torch.as_tensor(space.low))
-            self.register_buffer("high", torch.as_tensor(space.high))
-        self.actor = nn.Sequential(nn.Linear(obs_size, hidden), nn.Tanh(), nn.Linear(hidden, hidden), nn.Tanh(),
-                                   nn.Linear(hidden, out))
-        self.critic = nn.Sequential(nn.Linear(obs_size, hidden), nn.Tanh(), nn.Linear(hidden, hidden), nn.Tanh(),
-                                    nn.Linear(hidden, 1))
 
-    def value(self, obs):
-        return self.critic(obs).squeeze(-1)
+def make_policies(env, groups, hidden: int) -> nn.ModuleDict:
+    """One `GroupPolicy` per group in ``groups``, on the env's device."""
+    return nn.ModuleDict({g: GroupPolicy(env.single_observation_space(g).shape[0], env.single_action_space(g), hidden)
+                          for g in groups}).to(env.device)
 
-    def act(self, obs, action=None):
-        """(action, log-prob, entropy, value); samples an action when none is given."""
-        out = self.actor(obs)
-        if self.splits is None:
-            dist = Normal(out, self.log_std.exp().expand_as(out))
-            if action is None:
-                action = dist.sample()
-            return action, dist.log_prob(action).sum(-1), dist.entropy().sum(-1), self.value(obs)
-        dists = [Categorical(logits=x) for x in out.split(self.splits, dim=-1)]
-        if action is None:
-            action = torch.stack([d.sample() for d in dists], -1)
-        parts = action.unsqueeze(-1) if action.dim() == out.dim() - 1 else action
-        logp = sum(d.log_prob(parts[..., i]) for i, d in enumerate(dists))
-        ent = sum(d.entropy() for d in dists)
-        if len(self.splits) == 1 and action.dim() == out.dim():
-            action = action[..., 0]
-        return action, logp, ent, self.value(obs)
 
-    def to_env(self, action):
-        """The action as the env takes it (Box actions clipped to their bounds)."""
-        return action.clamp(self.low, self.high) if self.splits is None else action
+def action_masks(env) -> dict[str, torch.Tensor]:
+    """The env's current action masks per masked group (none for envs without masks)."""
+    return getattr(env, "action_masks", None) or {}
+
+
+def policy_actions(env, policies, generator: torch.Generator | None = None, greedy: bool = False) -> dict:
+    """Actions of every group for the env's current observations: the policies', random for the others."""
+    others = [g for g in env.groups if g not in policies]
+    actions = env.sample_actions(generator, groups=others) if others else {}
+    masks = action_masks(env)
+    for g, pol in policies.items():
+        actions[g] = pol.to_env(pol.act(env.obs[g], mask=masks.get(g), greedy=greedy)[0])
+    return actions
 
 
 # --------------------------------------------------------------------- training
 class Trainer:
-    """The env, one policy per group, one optimiser and the rollout storage, all on one device."""
+    """The env, one policy per trained group, one optimiser and the rollout storage, on one device.
 
-    def __init__(self, args: Args):
+    Args:
+        args: the settings.
+        env: a batched env to train on (default: ``make_env(args)``); a data-parallel run gives
+            each rank its own shard.
+        rank: this process's rank in a data-parallel run; seeds the rank's envs and sampling apart.
+    """
+
+    def __init__(self, args: Args, env=None, rank: int = 0):
         self.args = args
-        self.device = torch.device(args.device) if args.device else default_device()
-        torch.manual_seed(args.seed)
-        self.env = gpu_zoo.make(args.env_id, num_envs=args.num_envs, device=self.device, validate=False,
-                                **args.env_kwargs)
-        trained = tuple(g for g in args.train_groups.split(",") if g) or self.env.groups
+        self.rank = rank
+        torch.manual_seed(args.seed + rank)
+        self.env = env if env is not None else make_env(args)
+        self.device = self.env.device
+        trained = args.trained_groups or self.env.groups
         unknown = set(trained) - set(self.env.groups)
         if unknown:
             raise ValueError(f"train_groups {sorted(unknown)} are not groups of {args.env_id}: {self.env.groups}")
         self.random_groups = tuple(g for g in self.env.groups if g not in trained)
-        self.policies = nn.ModuleDict({g: GroupPolicy(self.env.single_observation_space(g).shape[0],
-                                                      self.env.single_action_space(g), args.hidden)
-                                       for g in trained}).to(self.device)
+        self.policies = make_policies(self.env, [g for g in self.env.groups if g in trained], args.hidden)
         self.opt = torch.optim.Adam(self.policies.parameters(), lr=args.learning_rate, eps=1e-5)
         self.iteration = 0
-        self.obs = {g: o.clone() for g, o in self.env.reset(seed=args.seed).items() if g in self.policies}
-        T, E = args.num_steps, args.num_envs
-        self.buf = {}
-        for g in self.policies:
-            n, D = self.env.group_size(g), self.env.single_observation_space(g).shape[0]
-            act_shape = self.env.actions[g].shape[2:]
-            z = lambda *s, dtype=torch.float32: torch.zeros(*s, dtype=dtype, device=self.device)  # noqa: E731
-            self.buf[g] = {"obs": z(T, E, n, D), "act": z(T, E, n, *act_shape, dtype=self.env.actions[g].dtype
-                                                          if self.policies[g].splits is not None else torch.float32),
-                           "logp": z(T, E, n), "value": z(T, E, n), "next_value": z(T, E, n), "rew": z(T, E, n),
-                           "term": z(T, E, n), "ended": z(T, E, n), "mask": z(T, E, n)}
+        self.seconds = 0.0  # training wall time, carried over by resumes
+        self.env.reset(seed=args.seed + rank)
+        self.masked = tuple(g for g in self.policies if g in action_masks(self.env))
+        self.buf = {g: self._storage(g) for g in self.policies}
+        # On-device metric accumulators: [episodes, sum of lengths, sum of return per group...]
+        # and the loss statistics per trained group, summed over minibatches.
+        self.episode_acc = torch.zeros(2 + len(self.env.groups), device=self.device, dtype=torch.float64)
+        self.loss_acc = torch.zeros(len(self.policies), len(LOSS_STATS), device=self.device)
+        self.updates_since_log = [0] * len(self.policies)  # minibatches per group, counted on the host
+
+    def _storage(self, g: str) -> dict[str, torch.Tensor]:
+        T, E, n = self.args.num_steps, self.args.num_envs, self.env.group_size(g)
+        D = self.env.single_observation_space(g).shape[0]
+        act = self.env.actions[g]
+        act_dtype = act.dtype if self.policies[g].splits is not None else torch.float32
+        z = lambda *shape, dtype=torch.float32: torch.zeros(*shape, dtype=dtype, device=self.device)  # noqa: E731
+        buf = {"obs": z(T, E, n, D), "act": z(T, E, n, *act.shape[2:], dtype=act_dtype)}
+        for k in ("logp", "value", "next_value", "rew", "term", "ended", "mask"):
+            buf[k] = z(T, E, n)
+        if g in action_masks(self.env):
+            buf["action_mask"] = z(T, E, *action_masks(self.env)[g].shape[1:], dtype=torch.bool)
+        return buf
 
     @torch.no_grad()
     def rollout(self):
-        env = self.env
+        """Steps every env ``num_steps`` times with the current policies, filling the storage."""
+        env, acc = self.env, self.episode_acc
         for t in range(self.args.num_steps):
+            masks = action_masks(env)
             actions = env.sample_actions(groups=self.random_groups) if self.random_groups else {}
             for g, pol in self.policies.items():
                 b = self.buf[g]
-                b["obs"][t] = self.obs[g]
-                act, logp, _, value = pol.act(self.obs[g])
+                b["obs"][t] = env.obs[g]
+                mask = None
+                if g in self.masked:
+                    b["action_mask"][t] = masks[g]
+                    mask = b["action_mask"][t]
+                act, logp, _, value = pol.act(env.obs[g], mask=mask)
                 b["act"][t], b["logp"][t], b["value"][t] = act, logp, value
                 actions[g] = pol.to_env(act)
             obs, rew, term, trunc, info = env.step(actions)
-            done = info["done"].unsqueeze(-1)
+            done = info["done"]
             for g, pol in self.policies.items():
                 b = self.buf[g]
-                b["rew"][t], b["term"][t] = rew[g], term[g].float()
-                b["ended"][t] = (term[g] | trunc[g]).float()
-                b["mask"][t] = info["active"][g].float()
-                b["next_value"][t] = torch.where(done, pol.value(info["final_obs"][g]), pol.value(obs[g]))
-                self.obs[g].copy_(obs[g])
+                b["rew"][t], b["term"][t] = rew[g], term[g]
+                b["ended"][t] = term[g] | trunc[g]
+                b["mask"][t] = info["active"][g]
+                b["next_value"][t] = torch.where(done.unsqueeze(-1), pol.value(info["final_obs"][g]),
+                                                 pol.value(obs[g]))
+            stats, d = env.episode_stats(), done.double()
+            acc += torch.stack([d.sum(), (stats["length"] * d).sum(),
+                                *((stats[f"return_{g}"].mean(-1) * d).sum() for g in env.groups)])
 
-    def update(self) -> dict:
+    def update(self):
+        """PPO epochs over the rollout in storage."""
         a = self.args
-        stats = {}
-        for g, pol in self.policies.items():
+        if a.anneal_lr:
+            self.opt.param_groups[0]["lr"] = a.learning_rate * (1.0 - self.iteration / a.iterations)
+        for gi, (g, pol) in enumerate(self.policies.items()):
             b = self.buf[g]
             adv, ret = compute_gae(b["rew"], b["value"], b["next_value"], b["term"], b["ended"], a.gamma, a.gae_lambda)
             flat = {k: v.reshape(-1, *v.shape[3:]) for k, v in b.items()}
-            adv, ret = adv.reshape(-1), ret.reshape(-1)
-            m = flat["mask"]
+            adv, ret, m = adv.reshape(-1), ret.reshape(-1), flat["mask"]
             mean = (adv * m).sum() / m.sum().clamp_min(1)
             std = (((adv - mean) ** 2 * m).sum() / m.sum().clamp_min(1)).sqrt()
             adv = (adv - mean) / (std + 1e-8)
@@ -229,30 +192,52 @@ class Trainer:
                 perm = torch.randperm(size, device=self.device)
                 for start in range(0, size, mb):
                     idx = perm[start:start + mb]
-                    _, logp, ent, value = pol.act(flat["obs"][idx], flat["act"][idx])
+                    mask = flat["action_mask"][idx] if "action_mask" in flat else None
+                    _, logp, ent, value = pol.act(flat["obs"][idx], flat["act"][idx], mask=mask)
                     loss, st = ppo_loss(logp, flat["logp"][idx], adv[idx], value, flat["value"][idx], ret[idx], ent,
                                         m[idx], a.clip_coef, a.vf_coef, a.ent_coef)
                     self.opt.zero_grad()
                     loss.backward()
+                    self.sync_gradients()
                     nn.utils.clip_grad_norm_(pol.parameters(), a.max_grad_norm)
                     self.opt.step()
-            stats.update({f"{g}/{k}": v for k, v in st.items()})
-        return stats
+                    self.loss_acc[gi] += torch.stack([st[k].detach() for k in LOSS_STATS])
+                    self.updates_since_log[gi] += 1
 
-    def episode_returns(self) -> dict[str, float]:
-        """Mean return per agent of each group over each env's latest finished episode."""
-        s = self.env.episode_stats()
-        finished = s["episodes"] > 0
-        n = finished.sum().clamp_min(1)
-        return {g: float((s[f"return_{g}"].mean(-1) * finished).sum() / n) for g in self.env.groups}
+    def sync_gradients(self):
+        """Hook between backward and the optimiser step: a data-parallel run all-reduces gradients here."""
+
+    def read_metrics(self) -> dict[str, float]:
+        """Metrics since the last read (one host sync); the accumulators restart from zero."""
+        values = torch.cat([self.episode_acc.float(), self.loss_acc.flatten()]).tolist()
+        self.episode_acc.zero_()
+        self.loss_acc.zero_()
+        groups = self.env.groups
+        episodes, lengths, returns = values[0], values[1], values[2:2 + len(groups)]
+        nan = float("nan")
+        out = {"episodes": episodes, "episode_length": lengths / episodes if episodes else nan}
+        out.update({f"return/{g}": r / episodes if episodes else nan for g, r in zip(groups, returns, strict=True)})
+        losses = values[2 + len(groups):]
+        for gi, g in enumerate(self.policies):
+            updates = self.updates_since_log[gi]
+            for si, k in enumerate(LOSS_STATS):
+                out[f"loss/{g}/{k}"] = losses[gi * len(LOSS_STATS) + si] / updates if updates else nan
+        self.updates_since_log = [0] * len(self.policies)
+        return out
+
+    def metric_names(self) -> list[str]:
+        return (["episodes", "episode_length", *(f"return/{g}" for g in self.env.groups)]
+                + [f"loss/{g}/{k}" for g in self.policies for k in LOSS_STATS])
 
     # ----------------------------------------------------------------- persistence
     def save(self, path: Path):
-        state = {"args": dataclasses.asdict(self.args), "iteration": self.iteration,
+        """Everything a resumed run needs to continue exactly, written atomically."""
+        state = {"args": dataclasses.asdict(self.args), "iteration": self.iteration, "seconds": self.seconds,
                  "policies": self.policies.state_dict(), "opt": self.opt.state_dict(),
                  "torch_rng": torch.get_rng_state(),
-                 "cuda_rng": torch.cuda.get_rng_state_all() if self.device.type == "cuda" else None,
-                 "obs": self.obs, "env_state": self.env.buffers.storage}
+                 "cuda_rng": torch.cuda.get_rng_state(self.device) if self.device.type == "cuda" else None,
+                 "env_state": self.env.buffers.storage, "episode_acc": self.episode_acc,
+                 "loss_acc": self.loss_acc, "updates_since_log": self.updates_since_log}
         tmp = path.with_suffix(".tmp")
         torch.save(state, tmp)
         os.replace(tmp, path)  # atomic: a crash mid-write never leaves a broken checkpoint
@@ -261,76 +246,51 @@ class Trainer:
         state = torch.load(path, map_location=self.device, weights_only=False)
         self.policies.load_state_dict(state["policies"])
         self.opt.load_state_dict(state["opt"])
-        self.iteration = state["iteration"]
-        torch.set_rng_state(state["torch_rng"])
-        if state["cuda_rng"] is not None:
-            torch.cuda.set_rng_state_all(state["cuda_rng"])
+        self.iteration, self.seconds = state["iteration"], state["seconds"]
+        torch.set_rng_state(state["torch_rng"].cpu())
+        if state["cuda_rng"] is not None and self.device.type == "cuda":
+            torch.cuda.set_rng_state(state["cuda_rng"].cpu(), self.device)
+        # The env's observations live in its state buffer, so this restores them too.
         self.env.buffers.storage.copy_(state["env_state"])
-        for g in self.obs:
-            self.obs[g].copy_(state["obs"][g])
+        self.episode_acc.copy_(state["episode_acc"])
+        self.loss_acc.copy_(state["loss_acc"])
+        self.updates_since_log = list(state["updates_since_log"])
 
 
-def train(args: Args, resume: str | None = None) -> Trainer:
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    trainer = Trainer(args)
-    if resume:
-        trainer.load(Path(resume))
-    iterations = derived(args)["iterations"]
-    csv_path = out / "progress.csv"
-    new_csv = not csv_path.exists() or not resume
-    with open(csv_path, "w" if new_csv else "a", newline="") as fh, \
-            tqdm(total=iterations, initial=trainer.iteration, unit="it", dynamic_ncols=True) as bar:
-        writer = csv.writer(fh)
-        if new_csv:
-            writer.writerow(["iteration", "env_steps", "seconds", "env_steps_per_s",
-                             *(f"return_{g}" for g in trainer.env.groups)])
-        start = time.perf_counter()
-        steps_per_it = derived(args)["env_steps_per_iteration"]
-        try:
-            while trainer.iteration < iterations:
-                trainer.rollout()
-                trainer.update()
-                trainer.iteration += 1
-                returns = trainer.episode_returns()
-                elapsed = time.perf_counter() - start
-                rate = (trainer.iteration - bar.initial) * steps_per_it / elapsed
-                writer.writerow([trainer.iteration, trainer.iteration * steps_per_it, f"{elapsed:.2f}", f"{rate:.1f}",
-                                 *(f"{returns[g]:.4f}" for g in trainer.env.groups)])
-                bar.set_postfix({"env-steps/s": f"{rate:.3g}", **{f"ret_{g}": f"{v:.2f}" for g, v in returns.items()}})
-                bar.update(1)
-                if trainer.iteration % args.checkpoint_every == 0:
-                    trainer.save(out / "checkpoint.pt")
-        except KeyboardInterrupt:
-            print("interrupted: writing a checkpoint")
-        finally:
-            trainer.save(out / "checkpoint.pt")
-    return trainer
+class StopRequest:
+    """While active, a first Ctrl-C asks the loop to stop after the current iteration; a second one stops at once."""
 
+    def __init__(self):
+        self.requested = False
+        self._previous = None
 
-def parse_args(argv=None) -> tuple[Args, str | None]:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    for f in dataclasses.fields(Args):
-        flag = "--" + f.name.replace("_", "-")
-        if f.name == "env_kwargs":
-            ap.add_argument(flag, type=json.loads, default={}, help="constructor arguments as JSON")
-        elif f.type in (bool, "bool"):
-            ap.add_argument(flag, action=argparse.BooleanOptionalAction, default=f.default)
-        else:
-            kind = {"int": int, "float": float}.get(str(f.type), str)
-            ap.add_argument(flag, type=kind, default=f.default)
-    ap.add_argument("--resume", default=None, help="continue from this checkpoint (its settings win)")
-    ns = vars(ap.parse_args(argv))
-    resume = ns.pop("resume")
-    if resume:
-        saved = torch.load(resume, map_location="cpu", weights_only=False)["args"]
-        ns = {**saved, "total_env_steps": ns["total_env_steps"], "out": ns["out"]}
-    return Args(**ns), resume
+    def _handle(self, signum, frame):
+        if self.requested:
+            raise KeyboardInterrupt
+        self.requested = True
+        print("\nCtrl-C: stopping after this iteration and writing a checkpoint (Ctrl-C again to stop now)",
+              flush=True)
+
+    def __enter__(self):
+        if threading.current_thread() is threading.main_thread():
+            self._previous = signal.signal(signal.SIGINT, self._handle)
+        return self
+
+    def __exit__(self, *exc):
+        if self._previous is not None:
+            signal.signal(signal.SIGINT, self._previous)
 
 
 def main(argv=None):
-    args, resume = parse_args(argv)
-    train(args, resume)
+    """``python -m trainers.ppo [ENV_ID] [flags]``: the same as ``gpu-zoo train``."""
+    import sys
+
+    from trainers.cli import main as cli_main
+
+    code = cli_main(["train", *(sys.argv[1:] if argv is None else argv)])
+    if argv is None:
+        sys.exit(code)
+    return code
 
 
 if __name__ == "__main__":

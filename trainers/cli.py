@@ -1,0 +1,121 @@
+"""The ``gpu-zoo`` command: train PPO on an env, evaluate a checkpoint against random play.
+
+gpu-zoo train tag_gridworld_v0                        # its preset, to runs/tag_gridworld_v0/
+gpu-zoo train simple_tag_v3 --num-envs 16384 --total-env-steps 50000000 --device cuda
+gpu-zoo train --resume runs/tag_gridworld_v0/checkpoint.pt --total-env-steps 8000000
+gpu-zoo eval runs/tag_gridworld_v0/checkpoint.pt --episodes 100 --gif out.gif
+gpu-zoo presets
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+
+import torch
+
+from trainers.config import PRESETS, RUN_CONTROL, Args, field_docs, preset, with_overrides
+
+_TYPES = {"int": int, "float": float, "str": str, "str | None": str, "dict": json.loads}
+
+
+def _add_args_flags(parser: argparse.ArgumentParser):
+    """One flag per `Args` field, documented by the field's docstring; unset flags stay absent."""
+    docs = field_docs()
+    for f in dataclasses.fields(Args):
+        flag = "--" + f.name.replace("_", "-")
+        helptext = docs.get(f.name, "")
+        if f.type == "bool":
+            parser.add_argument(flag, action=argparse.BooleanOptionalAction, default=argparse.SUPPRESS, help=helptext)
+        else:
+            parser.add_argument(flag, type=_TYPES[f.type], default=argparse.SUPPRESS, help=helptext,
+                                metavar="JSON" if f.type == "dict" else f.name.split("_")[-1].upper())
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="gpu-zoo", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="command", required=True)
+    tr = sub.add_parser("train", help="train PPO (one policy per agent group)",
+                        description="Train PPO. Settings start from ENV_ID's preset (gpu-zoo presets); flags override.")
+    tr.add_argument("env", nargs="?", metavar="ENV_ID",
+                    help="registered env id (default: the checkpoint's with --resume)")
+    tr.add_argument("--resume", default=None, metavar="CHECKPOINT",
+                    help=f"continue a run exactly; only {', '.join(RUN_CONTROL)} may change")
+    _add_args_flags(tr)
+    ev = sub.add_parser("eval", help="evaluate a checkpoint against random play on the same episodes")
+    ev.add_argument("checkpoint")
+    ev.add_argument("--episodes", type=int, default=100, help="episodes per policy set (default 100)")
+    ev.add_argument("--gif", default=None, metavar="PATH", help="write one episode of the trained policies here")
+    ev.add_argument("--seed", type=int, default=12345, help="seed of the episodes (the same for both policy sets)")
+    ev.add_argument("--device", default=None, help="cuda or cpu (default: cuda if usable)")
+    ev.add_argument("--greedy", action="store_true", help="take the most likely action instead of sampling")
+    sub.add_parser("presets", help="list the presets")
+    return ap
+
+
+def args_for_train(ns: argparse.Namespace, parser: argparse.ArgumentParser) -> Args:
+    given = {k: v for k, v in vars(ns).items() if k not in ("command", "env", "resume")}
+    if ns.env is not None:
+        if given.get("env_id", ns.env) != ns.env:
+            parser.error(f"two env ids: ENV_ID {ns.env} and --env-id {given['env_id']}")
+        given["env_id"] = ns.env
+    if not ns.resume:
+        return with_overrides(preset(given.get("env_id", Args.env_id)), **given)
+    saved = Args(**torch.load(ns.resume, map_location="cpu", weights_only=False)["args"])
+    changed = sorted(k for k, v in given.items() if k not in RUN_CONTROL and v != getattr(saved, k))
+    if changed:
+        parser.error(f"--resume continues {ns.resume} with its own settings; it cannot change {changed} "
+                     f"(only {', '.join(RUN_CONTROL)})")
+    return dataclasses.replace(saved, **given)
+
+
+def cmd_train(ns, parser) -> int:
+    from trainers.loop import train  # here: --help and presets need no torch start-up beyond the import
+
+    args = args_for_train(ns, parser)
+    try:
+        train(args, resume=ns.resume)
+    except KeyboardInterrupt:
+        return 130  # the shell's code for an interrupted command
+    return 0
+
+
+def cmd_eval(ns) -> int:
+    from trainers.evaluate import compare, load_checkpoint
+
+    args, policies = load_checkpoint(ns.checkpoint, ns.device)
+    result = compare(args, policies, ns.episodes, ns.seed, gif=ns.gif, device=ns.device, greedy=ns.greedy)
+    print(result.table())
+    print(result.summary())
+    if ns.gif:
+        print(f"wrote {ns.gif}")
+    return 0
+
+
+def cmd_presets() -> int:
+    for name, p in PRESETS.items():
+        groups = p.train_groups or "all groups"
+        print(f"{name:<24} {p.num_envs} envs x {p.num_steps} steps, {p.total_env_steps:,} env-steps, "
+              f"trains {groups}; env {json.dumps(p.env_kwargs)}")
+    return 0
+
+
+def main(argv=None) -> int:
+    parser = build_parser()
+    ns = parser.parse_args(argv)
+    if ns.command == "train":
+        code = cmd_train(ns, parser)
+    elif ns.command == "eval":
+        code = cmd_eval(ns)
+    else:
+        code = cmd_presets()
+    if argv is None:
+        sys.exit(code)
+    return code
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,161 @@
+"""PPO settings: one typed `Args`, quantities derived from it, and small named presets per env.
+
+Every field carries its docstring right below it; the command line shows them as its help.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import inspect
+from dataclasses import dataclass, field
+from functools import cache
+
+
+@dataclass(frozen=True)
+class Args:
+    """PPO settings. Derived sizes (iterations, batch) are properties, never stored."""
+
+    env_id: str = "tag_gridworld_v0"
+    """registered env id"""
+    env_kwargs: dict = field(default_factory=dict)
+    """constructor arguments of the env (JSON on the command line, merged over the preset's)"""
+    num_envs: int = 256
+    """environments stepped together"""
+    num_steps: int = 32
+    """steps per rollout and environment"""
+    total_env_steps: int = 500_000
+    """training budget in env-steps (one env-step steps one environment once)"""
+    learning_rate: float = 3e-4
+    """Adam step size"""
+    anneal_lr: bool = False
+    """decay the learning rate linearly to zero over the budget"""
+    gamma: float = 0.99
+    """discount"""
+    gae_lambda: float = 0.95
+    """GAE lambda"""
+    num_minibatches: int = 4
+    """minibatches per epoch"""
+    update_epochs: int = 4
+    """epochs over each rollout"""
+    clip_coef: float = 0.2
+    """policy and value clipping range"""
+    vf_coef: float = 0.5
+    """value loss weight"""
+    ent_coef: float = 0.01
+    """entropy bonus weight"""
+    max_grad_norm: float = 0.5
+    """gradient clipping"""
+    hidden: int = 64
+    """width of the two hidden layers"""
+    seed: int = 0
+    """seed of the env, the networks and the sampling"""
+    train_groups: str = ""
+    """comma-separated groups to train (default: all); the others act uniformly at random"""
+    device: str | None = None
+    """cuda or cpu (default: cuda if usable)"""
+    torch_threads: int = 1
+    """torch's CPU threads (0: torch's default). The env kernel already spreads over the cores, and on a
+    busy 2-core machine one thread for the small networks ran 5x faster than two"""
+    out: str = ""
+    """output folder: checkpoint, progress.csv, TensorBoard events, curve.png, policy.gif (default: runs/ENV_ID)"""
+    checkpoint_every: int = 50
+    """iterations between checkpoints (one is also written at the end and on Ctrl-C)"""
+    log_every: int = 1
+    """iterations between reads of the metrics (the only host syncs of the loop)"""
+    eval_episodes: int = 100
+    """episodes of the final evaluation, trained against random in the same run (0: none)"""
+    gif: bool = True
+    """record one episode of the final evaluation's trained policies as policy.gif"""
+
+    def __post_init__(self):
+        for name in ("num_envs", "num_steps", "total_env_steps", "num_minibatches", "update_epochs", "hidden",
+                     "checkpoint_every", "log_every"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a positive int, got {value!r}")
+        if self.eval_episodes < 0 or self.torch_threads < 0:
+            raise ValueError(f"eval_episodes and torch_threads must be >= 0, got {self.eval_episodes}, "
+                             f"{self.torch_threads}")
+        if not isinstance(self.env_kwargs, dict):
+            raise ValueError(f"env_kwargs must be a dict of constructor arguments, "
+                             f"got {type(self.env_kwargs).__name__}")
+
+    # ----------------------------------------------------------------- derived
+    @property
+    def env_steps_per_iteration(self) -> int:
+        return self.num_envs * self.num_steps
+
+    @property
+    def iterations(self) -> int:
+        """Rollout-and-update rounds: the budget rounded down to whole iterations (at least one)."""
+        return max(1, self.total_env_steps // self.env_steps_per_iteration)
+
+    @property
+    def out_dir(self) -> str:
+        return self.out or f"runs/{self.env_id}"
+
+    @property
+    def trained_groups(self) -> tuple[str, ...]:
+        """The groups named by ``train_groups`` (empty: every group of the env)."""
+        return tuple(g for g in self.train_groups.split(",") if g)
+
+
+RUN_CONTROL = ("total_env_steps", "out", "device", "torch_threads", "checkpoint_every", "log_every", "eval_episodes",
+               "gif")
+"""Fields a resumed run may change: they steer the run, not what it computes."""
+
+
+@cache
+def field_docs() -> dict[str, str]:
+    """The docstring under each field of `Args`, read from its source."""
+    tree = ast.parse(inspect.getsource(Args))
+    body = tree.body[0].body
+    docs = {}
+    for node, nxt in zip(body, body[1:], strict=False):
+        if isinstance(node, ast.AnnAssign) and isinstance(nxt, ast.Expr) and isinstance(nxt.value, ast.Constant):
+            docs[node.target.id] = nxt.value.value
+    return docs
+
+
+# ------------------------------------------------------------------------ presets
+# Small configurations that train in minutes. `make run` trains the gridworld one: about four
+# minutes on a 2-core CPU, where the taggers' return doubles against random taggers.
+PRESETS: dict[str, Args] = {
+    # Two taggers learn to catch two runners that move at random on an 11 x 11 grid.
+    "tag_gridworld_v0": Args(
+        env_id="tag_gridworld_v0", env_kwargs=dict(num_taggers=2, num_runners=2, grid_length=10, max_cycles=50),
+        num_envs=256, num_steps=64, total_env_steps=4_000_000, train_groups="tagger", checkpoint_every=20),
+    # Two taggers against three random runners in a small arena with a generous tagging radius.
+    # Learning is slow here: an agent observes the others' positions in the arena's frame but not
+    # its own heading, so a memoryless policy cannot steer straight at a runner.
+    "tag_continuous_v0": Args(
+        env_id="tag_continuous_v0",
+        env_kwargs=dict(num_taggers=2, num_runners=3, max_cycles=50, grid_length=5.0, tagging_distance=0.05),
+        num_envs=256, num_steps=64, total_env_steps=20_000_000, train_groups="tagger", checkpoint_every=20),
+    # MPE's predator-prey as in MPE2: three adversaries and one good agent, both sides trained.
+    "simple_tag_v3": Args(
+        env_id="simple_tag_v3", env_kwargs=dict(max_cycles=25), num_envs=512, num_steps=50,
+        total_env_steps=5_000_000, ent_coef=0.01),
+    # The AI Economist: workers and the planner trained together over long episodes.
+    "gather_trade_build_v0": Args(
+        env_id="gather_trade_build_v0", num_envs=64, num_steps=200, total_env_steps=10_000_000,
+        num_minibatches=8, learning_rate=3e-4, gamma=0.998, ent_coef=0.025, hidden=128, checkpoint_every=10),
+}
+
+
+def preset(env_id: str) -> Args:
+    """The preset of ``env_id``, or the defaults for it when it has none."""
+    return PRESETS.get(env_id) or Args(env_id=env_id)
+
+
+def with_overrides(base: Args, **changes) -> Args:
+    """``base`` with ``changes``; ``env_kwargs`` are merged over the base's rather than replacing them."""
+    unknown = set(changes) - {f.name for f in dataclasses.fields(Args)}
+    if unknown:
+        raise ValueError(f"unknown settings {sorted(unknown)}; the settings are the fields of trainers.config.Args")
+    if "env_id" in changes and changes["env_id"] != base.env_id:
+        base = preset(changes["env_id"])
+    if "env_kwargs" in changes:
+        changes["env_kwargs"] = {**base.env_kwargs, **changes["env_kwargs"]}
+    return dataclasses.replace(base, **changes)

@@ -1,0 +1,92 @@
+"""The actor-critic of one agent group, for Discrete, MultiDiscrete and Box actions, with action masks."""
+
+from __future__ import annotations
+
+import gymnasium
+import torch
+from torch import nn
+from torch.distributions import Categorical, Normal
+
+# A finite stand-in for minus infinity: log-softmax stays finite (no NaN in the loss or the
+# entropy) while exp() of it underflows to exactly zero, so a masked action has probability 0.
+MASKED_LOGIT = -1e9
+
+
+def mlp(inp: int, hidden: int, out: int) -> nn.Sequential:
+    return nn.Sequential(nn.Linear(inp, hidden), nn.Tanh(), nn.Linear(hidden, hidden), nn.Tanh(),
+                         nn.Linear(hidden, out))
+
+
+def mask_size(space: gymnasium.spaces.Space) -> int:
+    """Entries of an action mask: n for Discrete(n), sum(nvec) for MultiDiscrete."""
+    if isinstance(space, gymnasium.spaces.Discrete):
+        return int(space.n)
+    if isinstance(space, gymnasium.spaces.MultiDiscrete):
+        return int(space.nvec.sum())
+    raise ValueError(f"action masks need a Discrete or MultiDiscrete space, got {space}")
+
+
+class GroupPolicy(nn.Module):
+    """Actor-critic for one group; its parameters are shared by the group's agents.
+
+    Args:
+        obs_size: length of one agent's observation vector.
+        space: the group's single-agent action space.
+        hidden: width of the two hidden layers of the actor and of the critic.
+    """
+
+    def __init__(self, obs_size: int, space: gymnasium.spaces.Space, hidden: int):
+        super().__init__()
+        self.space = space
+        if isinstance(space, gymnasium.spaces.Discrete):
+            self.splits, out = [int(space.n)], int(space.n)
+        elif isinstance(space, gymnasium.spaces.MultiDiscrete):
+            if space.nvec.ndim != 1:
+                raise ValueError(f"MultiDiscrete spaces must be flat, got nvec of shape {space.nvec.shape}")
+            self.splits = [int(n) for n in space.nvec]
+            out = sum(self.splits)
+        elif isinstance(space, gymnasium.spaces.Box) and len(space.shape) == 1:
+            self.splits, out = None, int(space.shape[0])
+            self.log_std = nn.Parameter(torch.zeros(out))
+            self.register_buffer("low", torch.as_tensor(space.low))
+            self.register_buffer("high", torch.as_tensor(space.high))
+        else:
+            raise ValueError(f"GroupPolicy takes Discrete, flat MultiDiscrete or 1-d Box actions, got {space}")
+        self.actor = mlp(obs_size, hidden, out)
+        self.critic = mlp(obs_size, hidden, 1)
+
+    def value(self, obs: torch.Tensor) -> torch.Tensor:
+        return self.critic(obs).squeeze(-1)
+
+    def act(self, obs: torch.Tensor, action: torch.Tensor | None = None, mask: torch.Tensor | None = None,
+            greedy: bool = False):
+        """(action, log-prob, entropy, value) for observations ``(..., obs_size)``.
+
+        Samples an action when none is given (the most likely one with ``greedy``). ``mask``
+        (``(..., mask_size)`` bools, True = feasible) gives infeasible actions probability zero;
+        pass the mask an action was sampled under to recompute its log-probability.
+        """
+        out = self.actor(obs)
+        if self.splits is None:
+            if mask is not None:
+                raise ValueError("action masks apply to Discrete and MultiDiscrete groups, not Box ones")
+            dist = Normal(out, self.log_std.exp().expand_as(out))
+            if action is None:
+                action = out if greedy else dist.sample()
+            return action, dist.log_prob(action).sum(-1), dist.entropy().sum(-1), self.value(obs)
+        if mask is not None:
+            out = out.masked_fill(~mask, MASKED_LOGIT)
+        dists = [Categorical(logits=x) for x in out.split(self.splits, dim=-1)]
+        single = len(self.splits) == 1
+        if action is None:
+            action = torch.stack([d.logits.argmax(-1) if greedy else d.sample() for d in dists], -1)
+            if single:
+                action = action[..., 0]
+        parts = action.unsqueeze(-1) if single else action
+        logp = sum(d.log_prob(parts[..., i]) for i, d in enumerate(dists))
+        entropy = sum(d.entropy() for d in dists)
+        return action, logp, entropy, self.value(obs)
+
+    def to_env(self, action: torch.Tensor) -> torch.Tensor:
+        """The action as the env takes it (Box actions clipped to their bounds)."""
+        return action.clamp(self.low, self.high) if self.splits is None else action

@@ -167,8 +167,12 @@ def params_table(spec: EnvSpec) -> str:
 def throughput_records(results_dir: Path, env_id: str) -> list[dict]:
     """gpu_zoo's measurements of ``env_id``, newest per (hardware, configuration), fastest first.
 
-    Each record of ``results_dir/*.json`` (``{"system": {...}, "records": [...]}``) that names
-    ``env_id``, was measured on gpu_zoo (not a baseline) and has ``env_steps_per_s``.
+    Reads every ``results_dir/*.json``: the benchmark suite's files (``"schema":
+    "gpu_zoo.benchmarks/1"``, one record per case, ``workload`` being the id without its version)
+    and the earlier per-script files (``{"system": {...}, "records": [{"env": id, ...}]}``).
+    Baselines (other systems), failed cases and training runs are left out. Each row has
+    ``hardware``, ``num_envs``, ``agents``, ``config``, ``env_steps_per_s``,
+    ``agent_steps_per_s``, ``date`` and ``source`` (the file name).
     """
     newest: dict[tuple, dict] = {}
     for path in sorted(Path(results_dir).glob("*.json")):
@@ -176,38 +180,74 @@ def throughput_records(results_dir: Path, env_id: str) -> list[dict]:
             data = json.loads(path.read_text())
         except (OSError, json.JSONDecodeError) as err:
             raise ValueError(f"benchmark results {path} are not valid JSON: {err}") from err
-        system = data.get("system", {}) if isinstance(data, dict) else {}
-        for rec in data.get("records", []) if isinstance(data, dict) else []:
-            if rec.get("env") != env_id or rec.get("system", "gpu_zoo") != "gpu_zoo":
+        if not isinstance(data, dict):
+            continue
+        for rec in data.get("records", []):
+            row = _suite_row(rec, env_id) if "workload" in rec else _script_row(rec, data.get("system", {}), env_id)
+            if row is None:
                 continue
-            if not isinstance(rec.get("env_steps_per_s"), int | float):
-                continue
-            row = {**rec, "hardware": hardware_name(rec, system), "date": system.get("date", ""),
-                   "source": path.name}
-            key = (row["hardware"], rec.get("num_envs"), rec.get("agents"), rec.get("k_nearest"),
-                   json.dumps(rec.get("params", {}), sort_keys=True))
-            if key not in newest or row["date"] > newest[key]["date"]:
+            row["source"] = path.name
+            key = (row["hardware"], row["num_envs"], json.dumps(row["config"], sort_keys=True, default=str))
+            if key not in newest or row["date"] >= newest[key]["date"]:
                 newest[key] = row
     return sorted(newest.values(), key=lambda r: (r["hardware"], -r["env_steps_per_s"]))
 
 
-def hardware_name(record: dict, system: dict) -> str:
+def _suite_row(rec: dict, env_id: str) -> dict | None:
+    rate = rec.get("env_steps_per_s")
+    if (rec.get("workload") != env_id.rsplit("_v", 1)[0] or rec.get("system") != "gpu_zoo"
+            or rec.get("status", "ok") != "ok" or not isinstance(rate, int | float)):
+        return None
+    machine = rec.get("machine", {})
+    config = {k: v for k, v in rec.get("config", {}).items() if not isinstance(v, dict)}
+    agents = rec.get("agents") or _agents(env_id, config)
+    return {"hardware": hardware_name(rec.get("device", ""), machine), "num_envs": rec.get("num_envs"),
+            "agents": agents, "config": config, "env_steps_per_s": float(rate),
+            "agent_steps_per_s": rec.get("agent_steps_per_s") or (rate * agents if agents else None),
+            "date": machine.get("date", "")}
+
+
+def _script_row(rec: dict, system: dict, env_id: str) -> dict | None:
+    rate = rec.get("env_steps_per_s")
+    if rec.get("env") != env_id or rec.get("system", "gpu_zoo") != "gpu_zoo" or not isinstance(rate, int | float):
+        return None
+    config = {"use_full_observation": False, "num_other_agents_observed": rec["k_nearest"]} \
+        if rec.get("k_nearest") else {}
+    agents = rec.get("agents")
+    return {"hardware": hardware_name(rec.get("device", ""), system), "num_envs": rec.get("num_envs"),
+            "agents": agents, "config": config, "env_steps_per_s": float(rate),
+            "agent_steps_per_s": rec.get("agent_steps_per_s") or (rate * agents if agents else None),
+            "date": system.get("date", "")}
+
+
+def _agents(env_id: str, config: dict) -> int | None:
+    """Agents per env of a measured configuration, from the env's layout (measurement settings ignored)."""
+    spec = get_spec(env_id)
+    names = {f.name for f in dataclasses.fields(spec.params)}
+    try:
+        return Layout(spec, spec.make_params(**{k: v for k, v in config.items() if k in names})).num_agents
+    except (TypeError, ValueError):
+        return None
+
+
+def hardware_name(device: str, machine: dict) -> str:
     """The GPU's name (``NVIDIA H200``) for a CUDA run, ``CPU`` (with its core count when recorded) otherwise."""
-    device = str(record.get("device", ""))
-    if device.startswith("cuda"):
-        return system.get("gpu", "GPU")
-    return "CPU" + (f", {system['cpu_count']} cores" if system.get("cpu_count") else "")
+    if str(device).startswith("cuda"):
+        return machine.get("gpu") or "GPU"
+    return f"CPU ({machine['cpu_count']} cores)" if machine.get("cpu_count") else "CPU"
+
+
+def config_text(config: dict) -> str:
+    return ", ".join(f"{k}={v}" for k, v in sorted(config.items())) or "defaults"
 
 
 def throughput_table(records: list[dict]) -> str:
-    rows = ["| hardware | num_envs | agents | observation | env-steps/s | agent-steps/s | results file |",
+    rows = ["| hardware | num_envs | agents | configuration | env-steps/s | agent-steps/s | results file |",
             "| --- | --- | --- | --- | --- | --- | --- |"]
     for r in records:
-        agents = r.get("agents", "")
-        obs = f"{r['k_nearest']} nearest" if r.get("k_nearest") else "full"
-        aps = r.get("agent_steps_per_s") or (r["env_steps_per_s"] * agents if isinstance(agents, int) else None)
-        rows.append(f"| {r['hardware']} | {r.get('num_envs', '')} | {agents} | {obs} | {r['env_steps_per_s']:.2g} "
-                    f"| {'' if aps is None else f'{aps:.2g}'} | `{r['source']}` |")
+        aps = r["agent_steps_per_s"]
+        rows.append(f"| {r['hardware']} | {r['num_envs']} | {r['agents'] or ''} | {config_text(r['config'])} "
+                    f"| {r['env_steps_per_s']:.2g} | {'' if aps is None else f'{aps:.2g}'} | `{r['source']}` |")
     return "\n".join(rows)
 
 
@@ -216,7 +256,7 @@ def headline(results_dir: Path) -> dict | None:
     best = None
     for env_id in registered_envs():
         for r in throughput_records(results_dir, env_id):
-            rank = (r["hardware"] != "CPU" and not r["hardware"].startswith("CPU,"), r["env_steps_per_s"])
+            rank = (not r["hardware"].startswith("CPU"), r["env_steps_per_s"])
             if best is None or rank > best[0]:
                 best = (rank, {**r, "env": env_id})
     return None if best is None else best[1]

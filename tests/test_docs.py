@@ -23,7 +23,7 @@ import gymnasium
 import pytest
 
 import gpu_zoo
-from gpu_zoo import gallery
+from gpu_zoo import gallery, registry
 from gpu_zoo.core import EnvSpec, Field, Group, ObsBlock, PerAgent
 
 pytest.importorskip("mkdocs", reason="the docs extra is not installed: pip install -e '.[docs]'")
@@ -180,18 +180,31 @@ def test_generator_handles_several_groups_multidiscrete_and_masks(tmp_path):
     assert page.index("## Agents and spaces") < page.index("## Arguments") < page.index("## Version history")
 
 
-def test_throughput_keeps_the_newest_gpu_zoo_run_per_configuration(tmp_path):
-    def results(name, date, rate, system="gpu_zoo", gpu=None):
+def test_throughput_keeps_the_newest_gpu_zoo_run_per_configuration(tmp_path, monkeypatch):
+    def script_file(name, date, rate, system="gpu_zoo", gpu=None):  # the per-script files' format
         rec = {"env": "market_v0", "device": "cuda" if gpu else "cpu", "num_envs": 1024, "agents": 4,
                "env_steps_per_s": rate, "system": system}
         sys_info = {"date": date, **({"gpu": gpu} if gpu else {})}
         (tmp_path / name).write_text(json.dumps({"system": sys_info, "records": [rec]}))
 
-    results("a_old.json", "2026-01-01", 1e6, gpu="NVIDIA H200")
-    results("b_new.json", "2026-02-01", 2e6, gpu="NVIDIA H200")
-    results("c_cpu.json", "2026-01-15", 3e5)
-    results("d_baseline.json", "2026-03-01", 9e9, system="mpe2")
+    def suite_record(date, rate, status="ok", system="gpu_zoo", workload="market", config=None):
+        return {"schema": "gpu_zoo.benchmarks/1", "workload": workload, "system": system, "device": "cuda",
+                "num_envs": 4096, "config": config or {"num_workers": 5}, "status": status, "env_steps_per_s": rate,
+                "machine": {"gpu": "NVIDIA H200", "date": date, "cpu_count": 16}}
+
+    script_file("a_old.json", "2026-01-01", 1e6, gpu="NVIDIA H200")
+    script_file("b_new.json", "2026-02-01", 2e6, gpu="NVIDIA H200")
+    script_file("c_cpu.json", "2026-01-15", 3e5)
+    script_file("d_baseline.json", "2026-03-01", 9e9, system="mpe2")
+    suite = [suite_record("2026-03-01", 5e7), suite_record("2026-04-01", 6e7),
+             suite_record("2026-04-01", None, "error"), suite_record("2026-04-01", 9e9, system="vmas"),
+             suite_record("2026-04-01", 9e9, workload="train_market")]
+    (tmp_path / "e_suite.json").write_text(json.dumps({"schema": "gpu_zoo.benchmarks/1", "records": suite}))
+    monkeypatch.setitem(registry._ENTRIES, "market_v0", f"{__name__}:MARKET")  # registered for this test only
     rows = gallery.throughput_records(tmp_path, "market_v0")
     assert [(r["hardware"], r["env_steps_per_s"], r["source"]) for r in rows] == [
-        ("CPU", 3e5, "c_cpu.json"), ("NVIDIA H200", 2e6, "b_new.json")]
-    assert "| NVIDIA H200 | 1024 | 4 | full | 2e+06 | 8e+06 | `b_new.json` |" in gallery.throughput_table(rows)
+        ("CPU", 3e5, "c_cpu.json"), ("NVIDIA H200", 6e7, "e_suite.json"), ("NVIDIA H200", 2e6, "b_new.json")]
+    assert rows[1]["agents"] == 6  # from the layout: 5 workers and the planner
+    table = gallery.throughput_table(rows)
+    assert "| NVIDIA H200 | 4096 | 6 | num_workers=5 | 6e+07 | 3.6e+08 | `e_suite.json` |" in table
+    assert "| NVIDIA H200 | 1024 | 4 | defaults | 2e+06 | 8e+06 | `b_new.json` |" in table

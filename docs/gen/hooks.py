@@ -59,11 +59,22 @@ def env_api_page(env_ids) -> str:
     for env_id in env_ids:
         spec = get_spec(env_id)
         page = f"../gallery/{env_id}.md"
-        out += [f"## `{env_id}`", "", f"Module `{spec.module}`; rules and spaces: [gallery page]({page}).", ""]
+        out += [f"## `{env_id}`", "", f"Module `{spec.module}`; rules and spaces: [gallery page]({page}).", "",
+                *phase_lines(spec), ""]
         for path in spec_objects(spec):
             out += [f"::: {path}", "    options:", "      heading_level: 3", "      show_root_heading: true",
                     "      show_root_full_path: false", ""]
     return "\n".join(out)
+
+
+def phase_lines(spec) -> list[str]:
+    """The phases of a default configuration, in order: what the kernels run (before a step, within, after)."""
+    params = spec.make_params()
+    lines = []
+    for kind, when in (("reset", "start an episode"), ("step", "make a step"), ("observe", "observe")):
+        names = [f"`{getattr(ph.fn, '__name__', ph.fn)}` ({type(ph).__name__})" for ph in spec.phases(kind, params)]
+        lines.append(f"- phases that {when}: " + (", ".join(names) or "none"))
+    return lines
 
 
 def spec_objects(spec) -> list[str]:
@@ -96,8 +107,8 @@ def headline_text() -> str:
         return "No benchmark results yet: `python -m benchmarks` writes them to `benchmarks/results/`."
     agents = best.get("agents")
     shape = f"{best['num_envs']} environments" + (f" of {agents} agents" if agents else "")
-    obs = f", {best['k_nearest']} nearest agents observed" if best.get("k_nearest") else ""
+    config = f" ({gallery.config_text(best['config'])})" if best["config"] else ""
     aps = best.get("agent_steps_per_s")
     return (f"**{best['env_steps_per_s']:.2g} env-steps/s**" + (f" ({aps:.2g} agent-steps/s)" if aps else "")
-            + f": [`{best['env']}`](gallery/{best['env']}.md), {shape}{obs}, random actions, on one "
+            + f": [`{best['env']}`](gallery/{best['env']}.md), {shape}{config}, random actions, on one "
             f"{best['hardware']} (`benchmarks/results/{best['source']}`).")

@@ -1,24 +1,109 @@
-"""The benchmark harness runs end to end at tiny sizes (structure only: speed is never asserted)."""
+"""The benchmark suite end to end on the CPU at tiny sizes: records, their fields, the report (never speed)."""
 
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
-from benchmarks import simple_tag, tag_continuous
+import pytest
+
+from benchmarks.cases import suite_cases
+from benchmarks.ours import step_traffic
+
+ROOT = Path(__file__).resolve().parent.parent
+MACHINE_FIELDS = {"python", "versions", "gpu_zoo_git_sha", "date", "command", "cpu_count"}
+RESULT_FIELDS = {"env_steps_per_s", "spread", "samples", "agent_steps_per_s", "agents", "peak_gpu_mem_bytes"}
 
 
-def test_tag_continuous_benchmark_writes_records(tmp_path):
-    out = tmp_path / "tag.json"
-    tag_continuous.main(["--device", "cpu", "--sizes", "4x5", "--steps", "2", "--repeats", "1", "--out", str(out)])
-    data = json.loads(out.read_text())
-    rec = data["records"][0]
-    assert {"env_steps_per_s", "agent_steps_per_s", "host_us_per_step", "compile_s", "spread"} <= set(rec)
-    assert rec["num_envs"] == 4 and rec["agents"] == 5 and rec["env_steps_per_s"] > 0
-    assert {"python", "torch", "numba", "date"} <= set(data["system"])
+def _cli(*args, cwd=ROOT):
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run([sys.executable, "-m", "benchmarks", *args], cwd=cwd, env=env, capture_output=True,
+                          text=True, timeout=600, check=True)
 
 
-def test_simple_tag_benchmark_compares_with_mpe2(tmp_path):
-    out = tmp_path / "st.json"
-    simple_tag.main(["--device", "cpu", "--sizes", "2", "--steps", "2", "--repeats", "1",
-                     "--baseline-seconds", "0.1", "--out", str(out)])
-    records = json.loads(out.read_text())["records"]
-    assert [r["system"] for r in records] == ["mpe2", "gpu_zoo"]
-    assert records[1]["ratio_to_mpe2"] > 0
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("bench")
+    _cli("run", "--suite", "all", "--device", "cpu", "--sizes", "tiny", "--out", str(out))
+    files = list(out.glob("*.json"))
+    assert len(files) == 1, files
+    return out, json.loads(files[0].read_text())["records"]
+
+
+def test_every_case_gets_one_self_describing_record(tiny_run):
+    _, records = tiny_run
+    assert [r["id"] for r in records] == [c.id for c in suite_cases("all", "cpu", "tiny")]
+    for r in records:
+        assert r["status"] in ("ok", "skipped", "error", "unsupported"), r
+        assert MACHINE_FIELDS <= set(r["machine"]), r["machine"]
+        assert {"numpy", "numba", "numba-cuda", "torch"} <= set(r["machine"]["versions"])
+        assert "--suite all --device cpu --sizes tiny" in r["machine"]["command"]
+        if r["status"] != "ok":
+            assert r.get("reason") or r.get("result"), f"{r['id']}: a record that is not ok must say why"
+
+
+def test_our_envs_and_trainer_are_measured(tiny_run):
+    _, records = tiny_run
+    ours = {r["workload"]: r for r in records if r["system"] == "gpu_zoo"}
+    for workload in ("simple_tag", "tag_continuous", "tag_gridworld", "train_tag_gridworld"):
+        r = ours[workload]
+        assert r["status"] == "ok", r.get("traceback") or r.get("reason")
+        assert RESULT_FIELDS <= set(r), sorted(RESULT_FIELDS - set(r))
+        lo, hi = r["spread"]
+        assert lo <= r["env_steps_per_s"] <= hi and lo > 0
+        assert r["agent_steps_per_s"] == pytest.approx(r["env_steps_per_s"] * r["agents"])
+    assert ours["tag_continuous"]["host_us_per_step"] is None  # the CPU target has no separate host cost
+    assert ours["tag_continuous"]["bytes_per_env_step"]["total"] > 0
+
+
+def test_missing_peers_and_envs_are_skipped_with_a_reason(tiny_run):
+    _, records = tiny_run
+    by_system = {(r["workload"], r["system"]): r for r in records}
+    # WarpDrive's Numba backend needs a GPU: on the CPU it is always skipped, installed or not.
+    assert by_system[("tag_continuous", "warpdrive")]["status"] == "skipped"
+    mpe2 = by_system[("simple_tag", "mpe2")]
+    assert mpe2["status"] in ("ok", "skipped")
+    if mpe2["status"] == "ok":
+        assert mpe2["num_envs"] == 1 and mpe2["env_steps_per_s"] > 0
+
+
+def test_report_renders_tables_and_plots(tiny_run, tmp_path):
+    results, records = tiny_run
+    page = tmp_path / "docs" / "benchmarks.md"
+    _cli("report", "--results", str(results), "--out", str(page))
+    text = page.read_text()
+    assert text.startswith("# Benchmarks")
+    for heading in ("## MPE simple_tag", "## Tag continuous", "## Tag gridworld", "## End-to-end training"):
+        assert heading in text
+    assert records[0]["machine"]["command"] in text
+    for png in ("simple_tag.png", "tag_continuous.png", "tag_gridworld.png", "training.png"):
+        data = (tmp_path / "docs" / "benchmarks" / png).read_bytes()
+        assert data[:8] == b"\x89PNG\r\n\x1a\n"
+        assert f"benchmarks/{png}" in text
+
+
+def test_step_traffic_follows_the_layout():
+    import gpu_zoo
+    from gpu_zoo.core.layout import Layout
+
+    spec = gpu_zoo.get_spec("tag_gridworld_v0")
+    small = step_traffic(Layout(spec, spec.make_params(num_taggers=2, num_runners=1)))
+    big = step_traffic(Layout(spec, spec.make_params(num_taggers=8, num_runners=1)))
+    assert small["total"] == small["read"] + small["write"]
+    # Full observations grow with the square of the agents, so the traffic grows faster than the agents.
+    assert big["write"] / small["write"] > 9 / 3
+    layout = Layout(spec, spec.make_params(num_taggers=2, num_runners=1))
+    obs_bytes = sum(4 * f.shape[0] * f.shape[1] for n, f in layout.fields.items() if n.startswith("obs_"))
+    assert small["write"] > obs_bytes  # observations are written, and more besides
+
+
+def test_full_sizes_cover_the_named_configurations():
+    ids = {c.id for c in suite_cases("all", "cuda", "full")}
+    for n in (1, 1024, 16384, 131072, 1048576):
+        assert f"simple_tag/gpu_zoo/cuda/{n}" in ids
+    agents = {c.config["num_taggers"] + c.config["num_runners"] for c in suite_cases("env", "cuda", "full")
+              if c.workload == "tag_continuous"}
+    assert agents == {5, 100, 640, 1000}
+    with pytest.raises(ValueError, match="suite must be one of"):
+        suite_cases("speed", "cpu", "tiny")

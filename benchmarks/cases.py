@@ -1,0 +1,120 @@
+"""What the suite measures: one `Case` per (workload, system, size), for each suite, device and size set."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+SUITES = ("env", "train", "all")
+SIZES = ("tiny", "full")
+
+
+@dataclass(frozen=True)
+class Case:
+    """One measurement, run in its own process.
+
+    Attributes:
+        workload: what is stepped, the same for every system compared on it
+            (``simple_tag``, ``tag_continuous``, ``tag_gridworld``, ``gather_trade_build``, ``train_*``).
+        system: who steps it (``gpu_zoo``, ``mpe2``, ``supersuit``, ``vmas``, ``jaxmarl``,
+            ``jaxmarl_scan``, ``warpdrive``).
+        device: ``cuda`` or ``cpu``.
+        num_envs: environments stepped together.
+        config: the env's constructor arguments (gpu_zoo's names) and measurement settings.
+    """
+
+    workload: str
+    system: str
+    device: str
+    num_envs: int
+    config: dict = field(default_factory=dict)
+
+    @property
+    def id(self) -> str:
+        extra = "".join(f",{k}={v}" for k, v in sorted(self.config.items()) if not isinstance(v, dict))
+        return f"{self.workload}/{self.system}/{self.device}/{self.num_envs}{extra}"
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+GTB = "gather_trade_build"
+
+
+def tag_continuous_kwargs(agents: int) -> dict:
+    """Taggers are a twentieth of the agents; full observations up to 100 agents, the 10 nearest beyond."""
+    taggers = max(1, agents // 20)
+    kw = {"num_taggers": taggers, "num_runners": agents - taggers}
+    if agents > 100:
+        kw.update(use_full_observation=False, num_other_agents_observed=10)
+    return kw
+
+
+def gridworld_kwargs(agents: int) -> dict:
+    """WarpDrive's tag_gridworld.yaml world: one runner, the rest taggers, a 100 x 100 grid, 100-step episodes."""
+    return {"num_taggers": agents - 1, "num_runners": 1, "grid_length": 100, "max_cycles": 100}
+
+
+_FULL = {
+    "simple_tag": [1, 1024, 16384, 131072, 1048576],
+    "supersuit": [1, 16, 256],
+    "tag_continuous": [(2000, tag_continuous_kwargs(a)) for a in (5, 100, 640, 1000)],
+    "tag_gridworld": [(n, gridworld_kwargs(a)) for n, a in ((2000, 5), (2000, 51), (32768, 5), (262144, 5))],
+    GTB: [1, 1024, 16384, 65536],
+    "train": [("simple_tag_v3", 16384, {}), ("tag_continuous_v0", 2000, tag_continuous_kwargs(5)),
+              ("tag_gridworld_v0", 2000, gridworld_kwargs(5))],
+}
+# Tiny sizes reuse the small configurations of the test suite (tests/helpers.py), whose kernels
+# the tests have usually compiled already: the CI run then compiles almost nothing.
+_TAG_SMALL = {"num_taggers": 2, "num_runners": 3, "max_cycles": 6}
+_GRID_SMALL = {"num_taggers": 2, "num_runners": 2, "grid_length": 4, "max_cycles": 5}
+_TINY = {
+    "simple_tag": [8],
+    "supersuit": [2],
+    "tag_continuous": [(4, _TAG_SMALL)],
+    "tag_gridworld": [(4, _GRID_SMALL)],
+    GTB: [],  # its kernels take minutes to compile on a small CPU: measured at full sizes only
+    "train": [("tag_gridworld_v0", 4, _GRID_SMALL)],
+}
+
+
+def env_cases(device: str, sizes: str) -> list[Case]:
+    t = _FULL if sizes == "full" else _TINY
+    cases: list[Case] = []
+    st = t["simple_tag"]
+    cases += [Case("simple_tag", "gpu_zoo", device, n) for n in st]
+    cases.append(Case("simple_tag", "mpe2", "cpu", 1))
+    cases += [Case("simple_tag", "supersuit", "cpu", n) for n in t["supersuit"]]
+    cases += [Case("simple_tag", "vmas", device, n) for n in st]
+    cases += [Case("simple_tag", "jaxmarl", device, n) for n in st]
+    cases += [Case("simple_tag", "jaxmarl_scan", device, n) for n in st]
+    for n, kw in t["tag_continuous"]:
+        cases += [Case("tag_continuous", s, device, n, kw) for s in ("gpu_zoo", "warpdrive")]
+    for n, kw in t["tag_gridworld"]:
+        cases += [Case("tag_gridworld", s, device, n, kw) for s in ("gpu_zoo", "warpdrive")]
+    cases += [Case(GTB, "gpu_zoo", device, n) for n in t[GTB]]
+    return cases
+
+
+def train_cases(device: str, sizes: str) -> list[Case]:
+    t = _FULL if sizes == "full" else _TINY
+    steps, iterations, repeats = (32, 3, 3) if sizes == "full" else (4, 1, 1)
+    out = [Case(f"train_{env_id.rsplit('_v', 1)[0]}", "gpu_zoo", device, n,
+                {**kw, "env_id": env_id, "num_steps": steps, "iterations": iterations, "repeats": repeats})
+           for env_id, n, kw in t["train"]]
+    out.append(Case("train_tag_continuous", "warpdrive", device, 100, {"env_id": "tag_continuous"}))
+    return out
+
+
+def suite_cases(suite: str, device: str, sizes: str) -> list[Case]:
+    if suite not in SUITES:
+        raise ValueError(f"suite must be one of {SUITES}, got {suite!r}")
+    if sizes not in SIZES:
+        raise ValueError(f"sizes must be one of {SIZES}, got {sizes!r}")
+    if device not in ("cuda", "cpu"):
+        raise ValueError(f"device must be 'cuda' or 'cpu', got {device!r}")
+    cases = []
+    if suite in ("env", "all"):
+        cases += env_cases(device, sizes)
+    if suite in ("train", "all"):
+        cases += train_cases(device, sizes)
+    return cases

@@ -1,0 +1,68 @@
+"""JaxMARL's ``MPE_simple_tag_v3``: ``jit(vmap(step))`` per call, and many steps inside one ``lax.scan``."""
+
+from __future__ import annotations
+
+import os
+
+from benchmarks.skip import Skipped
+from benchmarks.timing import time_steps
+
+SCAN_LENGTH = 100  # steps per scanned call
+
+
+def _import(device: str):
+    # Chosen before jax starts: the platform, and no grab of most of the GPU's memory up front.
+    os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+    if device == "cpu":
+        os.environ["JAX_PLATFORMS"] = "cpu"
+    try:
+        import jax
+        import jaxmarl
+    except ImportError as err:
+        raise Skipped(f"jax/jaxmarl is not installed ({err}); pip install jaxmarl 'jax[cuda12]'") from err
+    platform = jax.devices()[0].platform
+    if device == "cuda" and platform != "gpu":
+        raise Skipped(f"jax sees no GPU (platform {platform!r}): a CUDA jax wheel is needed")
+    return jax, jaxmarl
+
+
+def measure(num_envs: int, device: str, mode: str, *, target_s: float, repeats: int) -> dict:
+    """``mode``: ``"step"`` (one jitted call per step) or ``"scan"`` (``SCAN_LENGTH`` steps per call)."""
+    jax, jaxmarl = _import(device)
+    import jax.numpy as jnp
+
+    env = jaxmarl.make("MPE_simple_tag_v3")
+    keys = jax.random.split(jax.random.PRNGKey(0), num_envs)
+    _, state = jax.vmap(env.reset)(keys)
+    rng = jax.random.PRNGKey(1)
+    actions = {a: jax.random.randint(jax.random.fold_in(rng, i), (num_envs,), 0, 5, dtype=jnp.int32)
+               for i, a in enumerate(env.agents)}
+
+    def one(carry, _=None):
+        keys, state = carry
+        keys = jax.vmap(lambda k: jax.random.split(k)[0])(keys)
+        _, state, _, _, _ = jax.vmap(env.step)(keys, state, actions)  # auto-resets finished envs
+        return (keys, state), None
+
+    carry = [(keys, state)]
+    if mode == "step":
+        fn, per_call = jax.jit(one), 1
+    elif mode == "scan":
+        fn, per_call = jax.jit(lambda c: jax.lax.scan(one, c, None, length=SCAN_LENGTH)), SCAN_LENGTH
+    else:
+        raise ValueError(f"mode must be 'step' or 'scan', got {mode!r}")
+
+    def call():
+        carry[0] = fn(carry[0])[0]
+
+    def wait():
+        jax.block_until_ready(carry[0])
+
+    timing = time_steps(call, "cpu", target_s=target_s, repeats=repeats, warmup=3, sync_fn=wait)
+    rate = timing.summary(num_envs * per_call)
+    agents = env.num_agents
+    return {"env_steps_per_s": rate["median"], "spread": rate["spread"], "samples": rate["samples"],
+            "agent_steps_per_s": rate["median"] * agents, "agents": agents, "steps_per_repeat": timing.steps * per_call,
+            "jax_device": str(jax.devices()[0]),
+            "notes": f"jit(vmap(env.step)), fixed random actions; {per_call} step(s) per call; clock after "
+                     "block_until_ready"}

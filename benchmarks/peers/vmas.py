@@ -1,0 +1,41 @@
+"""VMAS ``simple_tag`` (torch, batched over envs) on the same device as ours."""
+
+from __future__ import annotations
+
+import torch
+
+from benchmarks.skip import Skipped
+from benchmarks.timing import gpu_memory_in_use, host_us_per_step, peak_gpu_memory, time_steps
+
+EPISODE = 25  # MPE's simple_tag episode length; VMAS envs all end together, so all are reset at once
+
+
+def measure(num_envs: int, device: str, *, target_s: float, repeats: int) -> dict:
+    try:
+        import vmas
+    except ImportError as err:
+        raise Skipped(f"vmas is not installed ({err}); pip install vmas") from err
+    dev = torch.device(device)
+    baseline = gpu_memory_in_use(dev)
+    if dev.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(dev)
+    env = vmas.make_env("simple_tag", num_envs=num_envs, device=dev, continuous_actions=False, seed=0)
+    env.reset()
+    gen = torch.Generator(device=dev).manual_seed(0)
+    actions = [torch.randint(0, 5, (num_envs, 1), device=dev, generator=gen) for _ in env.agents]
+    t = 0
+
+    def step():
+        nonlocal t
+        env.step(actions)
+        t += 1
+        if t % EPISODE == 0:
+            env.reset()
+
+    timing = time_steps(step, dev, target_s=target_s, repeats=repeats, warmup=5)
+    rate = timing.summary(num_envs)
+    agents = len(env.agents)
+    return {"env_steps_per_s": rate["median"], "spread": rate["spread"], "samples": rate["samples"],
+            "agent_steps_per_s": rate["median"] * agents, "agents": agents, "steps_per_repeat": timing.steps,
+            "host_us_per_step": host_us_per_step(step, dev), **peak_gpu_memory(dev, baseline),
+            "notes": f"discrete actions, fixed random; every env reset together each {EPISODE} steps"}

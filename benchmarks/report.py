@@ -1,0 +1,237 @@
+"""Turns the JSON records into ``docs/benchmarks.md`` and its PNG plots (``docs/benchmarks/``)."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from pathlib import Path
+
+from benchmarks.runner import SCHEMA
+
+WORKLOADS = {
+    "simple_tag": "MPE simple_tag (4 agents, 2 obstacles)",
+    "tag_continuous": "Tag continuous (agents per env vary)",
+    "tag_gridworld": "Tag gridworld (one runner, 100 x 100 grid, 100-step episodes)",
+    "gather_trade_build": "Gather-trade-build",
+}
+SYSTEM_NAMES = {"gpu_zoo": "gpu_zoo", "mpe2": "MPE2 (1 core)", "supersuit": "MPE2 + SuperSuit vec env",
+                "vmas": "VMAS", "jaxmarl": "JaxMARL jit(vmap) per step", "jaxmarl_scan": "JaxMARL in lax.scan",
+                "warpdrive": "WarpDrive 2.7.1 (numba)"}
+
+
+def load_records(results: str | Path) -> list[dict]:
+    """Every record of the suite's schema under ``results``; a later run replaces an earlier one of the same case."""
+    latest: dict[tuple, dict] = {}
+    for path in sorted(Path(results).glob("*.json")):
+        try:
+            data = json.loads(path.read_text())
+        except json.JSONDecodeError as err:
+            raise ValueError(f"{path} is not valid JSON: {err}") from None
+        if not isinstance(data, dict) or data.get("schema") != SCHEMA:
+            continue  # figures of earlier scripts, kept for history
+        for r in data["records"]:
+            r["_file"] = path.name
+            key = (r["id"], r["machine"].get("gpu") or r["machine"].get("host"))
+            # A measurement beats a skip or an error; among equals the later run wins.
+            rank = (r["status"] in ("ok", "unsupported"), r["machine"]["date"])
+            old = latest.get(key)
+            if old is None or rank >= (old["status"] in ("ok", "unsupported"), old["machine"]["date"]):
+                latest[key] = r
+    return list(latest.values())
+
+
+def agents_of(r: dict) -> int | None:
+    if r.get("agents"):
+        return r["agents"]
+    c = r.get("config", {})
+    if "num_taggers" in c:
+        return c["num_taggers"] + c.get("num_runners", 1)
+    return 4 if r["workload"] in ("simple_tag", "train_simple_tag") else None
+
+
+def _fmt(v, digits=3) -> str:
+    if v is None:
+        return ""
+    if isinstance(v, float):
+        return f"{v:.{digits}g}" if abs(v) < 1e4 else f"{v:.{digits - 1}e}"
+    return str(v)
+
+
+def _where(r: dict) -> str:
+    if r["system"] in ("mpe2", "supersuit"):
+        return "cpu"
+    return r["device"]
+
+
+def _row(r: dict) -> str:
+    ok = r["status"] == "ok" and r.get("env_steps_per_s")
+    roof = r.get("roofline") or {}
+    spread = r.get("spread") or [None, None]
+    mem = r.get("peak_gpu_mem_bytes")
+    cells = [SYSTEM_NAMES.get(r["system"], r["system"]), _where(r), _fmt(r["num_envs"]), _fmt(agents_of(r)),
+             _fmt(r.get("env_steps_per_s")) if ok else "", f"{_fmt(spread[0])} - {_fmt(spread[1])}" if ok else "",
+             _fmt(r.get("agent_steps_per_s")) if ok else "", _fmt(r.get("host_us_per_step")),
+             _fmt(mem / 2**20) if mem else "", _fmt(roof.get("achieved_gbps")), _fmt(roof.get("fraction_of_copy"), 2),
+             "" if ok else f"{r['status']}: {r.get('reason') or r.get('result', '')}".replace("|", "/")[:200]]
+    return "| " + " | ".join(cells) + " |"
+
+
+_HEADER = ("| system | device | num_envs | agents | env-steps/s (median) | spread (min - max) | agent-steps/s "
+           "| host us/step | peak GPU MiB | GB/s moved | of copy BW | note |\n|" + " --- |" * 12)
+
+
+def _sort_key(r):
+    return (r["system"] != "gpu_zoo", r["system"], r["device"], agents_of(r) or 0, r["num_envs"])
+
+
+def _rate(r: dict) -> str:
+    lo, hi = r.get("spread") or (None, None)
+    return f"{_fmt(r['env_steps_per_s'])} [{_fmt(lo)} - {_fmt(hi)}]"
+
+
+def headline(records: list[dict]) -> list[str]:
+    """gpu_zoo / best peer at each size both ran (same workload, agents and num_envs), GPU against GPU.
+
+    CPU-only peers (MPE2, SuperSuit) count at their own best size against each of our GPU sizes.
+    """
+    ok = [r for r in records if r["status"] == "ok" and r.get("env_steps_per_s") and r["device"] == "cuda"]
+    ok += [r for r in records
+           if r["status"] == "ok" and r.get("env_steps_per_s") and r["system"] in ("mpe2", "supersuit")]
+    ours = {(r["workload"], agents_of(r), r["num_envs"]): r for r in ok if r["system"] == "gpu_zoo"}
+    lines = []
+    for (workload, agents, n), mine in sorted(ours.items(), key=lambda kv: (kv[0][0], kv[0][1] or 0, kv[0][2])):
+        peers = [r for r in ok if r["system"] != "gpu_zoo" and r["workload"] == workload and agents_of(r) == agents
+                 and (r["num_envs"] == n or r["system"] in ("mpe2", "supersuit"))]
+        if not peers:
+            continue
+        best = max(peers, key=lambda r: r["env_steps_per_s"])
+        ratio = mine["env_steps_per_s"] / best["env_steps_per_s"]
+        size = "" if best["num_envs"] == n else f" ({best['num_envs']} envs, {_where(best)})"
+        lines.append(f"| {workload} | {n} x {agents} | {_rate(mine)} | {SYSTEM_NAMES.get(best['system'])}{size} "
+                     f"| {_rate(best)} | **{ratio:.3g}x** |")
+    if not lines:
+        return []
+    return ["| workload | num_envs x agents | gpu_zoo (GPU): median [min - max] env-steps/s | best peer | "
+            "its env-steps/s | ratio |", "| --- | --- | --- | --- | --- | --- |", *lines]
+
+
+def _plot(path: Path, title: str, xlabel: str, series: dict[str, list[tuple[float, float]]]):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    for name, pts in sorted(series.items()):
+        pts = sorted(pts)
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=name)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("env-steps/s")
+    ax.set_title(title)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def _bars(path: Path, title: str, bars: dict[str, float]):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 0.6 + 0.45 * len(bars)))
+    names = sorted(bars)
+    ax.barh(names, [bars[n] for n in names])
+    ax.set_xscale("log")
+    ax.set_xlabel("env-steps/s (rollout + PPO update)")
+    ax.set_title(title)
+    ax.grid(True, axis="x", which="both", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def _series(records, x) -> dict[str, list[tuple[float, float]]]:
+    out = defaultdict(list)
+    for r in records:
+        if r["status"] == "ok" and r.get("env_steps_per_s"):
+            out[f"{SYSTEM_NAMES.get(r['system'], r['system'])} ({_where(r)})"].append((x(r), r["env_steps_per_s"]))
+    return out
+
+
+def _machines(records, short: bool = False) -> list[str]:
+    """One line per run that produced ``records``: command, machine, date, and (unless short) versions."""
+    seen = {}
+    for r in records:
+        m = r["machine"]
+        seen[(m.get("gpu") or m["host"], m["date"][:10], m["command"])] = m
+    lines = []
+    for m in seen.values():
+        v = m["versions"]
+        gpu = f"{m['gpu']} (driver {m['driver']})" if m.get("gpu") else f"CPU only ({m['cpu_count']} cores)"
+        pkgs = ", ".join(f"{k} {val}" for k, val in v.items() if val)
+        if short:
+            lines.append(f"- `{m['command']}` on {gpu}, {m['date']}")
+            continue
+        lines.append(f"- `{m['command']}` on {gpu}, {m['cpu_count']} CPU cores, {m['date']}, gpu_zoo "
+                     f"`{m['gpu_zoo_git_sha']}`; Python {m['python']}; {pkgs}")
+    return sorted(lines)
+
+
+def write_report(results: str | Path, out: str | Path) -> Path:
+    """Writes the page and its plots; returns the page's path."""
+    records = load_records(results)
+    if not records:
+        raise ValueError(f"no records of schema {SCHEMA} under {results}: run `python -m benchmarks run` first")
+    out = Path(out)
+    img_dir = out.parent / out.stem
+    img_dir.mkdir(parents=True, exist_ok=True)
+    by_workload = defaultdict(list)
+    for r in records:
+        by_workload[r["workload"]].append(r)
+    lines = ["# Benchmarks", "",
+             "Generated by `python -m benchmarks report` from the JSON records in `benchmarks/results/` "
+             "(one record per measurement, with the command, machine and versions that produced it). "
+             "Every configuration runs in its own process; each figure is the median of timed repeats after a "
+             "warm-up, with the clock read after a device synchronisation (CUDA events for GPU work). "
+             "Actions are random and fixed; auto-resets are included. *roofline* is the bytes one env-step must "
+             "move (counted from the env's layout: every field read once, written once if the step changes it) "
+             "times env-steps/s, as a fraction of the device-to-device copy bandwidth measured in the same process.",
+             "", "## Headline: gpu_zoo / best peer", ""]
+    lines += headline(records) or ["No workload has both a gpu_zoo and a peer measurement yet."]
+    lines += ["", "## Runs", "", *_machines(records), ""]
+    plots = {
+        "simple_tag": ("num_envs", lambda r: r["num_envs"]),
+        "tag_continuous": ("agents per env", agents_of),
+        "tag_gridworld": ("num_envs", lambda r: r["num_envs"]),
+    }
+    for workload, title in WORKLOADS.items():
+        rs = sorted(by_workload.get(workload, []), key=_sort_key)
+        if not rs:
+            continue
+        lines += [f"## {title}", ""]
+        if workload in plots:
+            xlabel, x = plots[workload]
+            png = img_dir / f"{workload}.png"
+            _plot(png, title, xlabel, _series(rs, x))
+            lines += [f"![{title}]({img_dir.name}/{png.name})", ""]
+        lines += [_HEADER, *(_row(r) for r in rs), "", "Produced by (versions under Runs):", "",
+                  *_machines(rs, short=True), ""]
+    train = sorted((r for r in records if r["workload"].startswith("train_")), key=_sort_key)
+    if train:
+        lines += ["## End-to-end training (PPO, rollout + update)", ""]
+        bars = {f"{r['workload'][6:]}, {r['num_envs']} x {agents_of(r)} ({r['device']})": r["env_steps_per_s"]
+                for r in train if r["status"] == "ok" and r.get("env_steps_per_s")}
+        if bars:
+            png = img_dir / "training.png"
+            _bars(png, "End-to-end training throughput (trainers/ppo.py)", bars)
+            lines += [f"![training]({img_dir.name}/{png.name})", ""]
+        lines += [_HEADER.replace("| system |", "| trainer |"),
+                  *(_row(r).replace("| gpu_zoo |", f"| gpu_zoo PPO: {r['workload'][6:]} |", 1) for r in train), "",
+                  "Produced by (versions under Runs):", "", *_machines(train, short=True), ""]
+    out.write_text("\n".join(lines) + "\n")
+    return out

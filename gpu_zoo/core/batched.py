@@ -69,6 +69,10 @@ class BatchedEnv:
         self.buffers = Buffers(self.layout, num_envs, self.device)
         self.state = self.buffers.fields
         self.state.params[:] = torch.as_tensor(self.layout.runtime_values(), device=self.device)
+        for name, fld in self.layout.fields.items():
+            if fld.init is not None:
+                view = self.buffers.raw[name]
+                view[:] = torch.tensor(fld.init, dtype=view.dtype, device=self.device).view(fld.shape)
         self._launcher = Launcher(self.layout, self.buffers, target, autoreset, block)
         self.target = target
         self.groups = tuple(self.layout.groups)

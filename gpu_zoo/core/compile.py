@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numba
+import numpy as np
 
 from . import episode as _episode
 from . import rng as _rng
@@ -148,6 +149,8 @@ def _const_literal(v) -> str:
         return repr(v)
     if isinstance(v, int):
         return repr(v)
+    if isinstance(v, np.float64):
+        return f"np.float64({float(v)!r})"
     return f"np.float32({float(v)!r})"
 
 

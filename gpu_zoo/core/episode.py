@@ -3,10 +3,10 @@
 Compiled into every kernel beside the env's phases, on both targets.
 """
 
-from numba import njit
+from .jit import kernel_fn
 
 
-@njit(_nrt=False, error_model="numpy")
+@kernel_fn
 def observing(s, e, a):
     """Whether agent a gets a real observation: in the game, or leaving it at this very step.
 
@@ -15,14 +15,14 @@ def observing(s, e, a):
     return s.alive[e, a] or s.term[e, a]
 
 
-@njit(_nrt=False, error_model="numpy")
+@kernel_fn
 def begin_env(s, p, e):
     s.t[e] += 1
     s.over[e] = 0
     s.done[e] = 0
 
 
-@njit(_nrt=False, error_model="numpy")
+@kernel_fn
 def begin_agent(s, p, e, a):
     s.active[e, a] = s.alive[e, a]
     s.term[e, a] = 0
@@ -30,13 +30,13 @@ def begin_agent(s, p, e, a):
     s.rew[e, a] = 0
 
 
-@njit(_nrt=False, error_model="numpy")
+@kernel_fn
 def end_env(s, p, e):
     if s.over[e] or s.t[e] >= p.max_cycles:
         s.done[e] = 1
 
 
-@njit(_nrt=False, error_model="numpy")
+@kernel_fn
 def end_agent(s, p, e, a):
     """Per-agent episode flags: the game's end terminates, the time limit truncates."""
     if s.active[e, a]:
@@ -47,18 +47,18 @@ def end_agent(s, p, e, a):
     s.ep_ret[e, a] += s.rew[e, a]
 
 
-@njit(_nrt=False, error_model="numpy")
+@kernel_fn
 def save_return(s, p, e, a):
     s.last_ret[e, a] = s.ep_ret[e, a]
 
 
-@njit(_nrt=False, error_model="numpy")
+@kernel_fn
 def finish_env(s, p, e):
     s.last_len[e] = s.t[e]
     s.ep_count[e] += 1
 
 
-@njit(_nrt=False, error_model="numpy")
+@kernel_fn
 def restart_env(s, p, e):
     """Starts the next episode of an env that just finished (auto-reset)."""
     s.episode[e] += 1
@@ -66,13 +66,13 @@ def restart_env(s, p, e):
     s.over[e] = 0
 
 
-@njit(_nrt=False, error_model="numpy")
+@kernel_fn
 def restart_agent(s, p, e, a):
     s.alive[e, a] = 1
     s.ep_ret[e, a] = 0
 
 
-@njit(_nrt=False, error_model="numpy")
+@kernel_fn
 def reset_env(s, p, e):
     """An explicit reset: nothing of the previous step remains visible."""
     s.t[e] = 0
@@ -80,7 +80,7 @@ def reset_env(s, p, e):
     s.done[e] = 0
 
 
-@njit(_nrt=False, error_model="numpy")
+@kernel_fn
 def reset_agent(s, p, e, a):
     s.alive[e, a] = 1
     s.active[e, a] = 1

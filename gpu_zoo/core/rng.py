@@ -11,6 +11,8 @@ are masked to non-negative 31-bit values before widening, so no operand mixes si
 import numpy as np
 from numba import njit
 
+from .jit import kernel_fn
+
 _C1 = np.uint64(0xBF58476D1CE4E5B9)
 _C2 = np.uint64(0x94D049BB133111EB)
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
@@ -52,7 +54,7 @@ def bits_to_unit(z):
     return np.float32(z >> _S40) * _INV24
 
 
-@njit(_nrt=False)
+@kernel_fn
 def uniform(s, e, a, k):
     """A float32 in [0, 1) for draw ``k`` of agent ``a`` in env ``e`` at the env's current step.
 
@@ -61,7 +63,7 @@ def uniform(s, e, a, k):
     return bits_to_unit(hash_u64(s.seed[e, 0], s.seed[e, 1], e, a, s.episode[e], s.t[e], k))
 
 
-@njit(_nrt=False)
+@kernel_fn
 def randint(s, e, a, k, n):
     """An int in [0, n) (n <= 2**24), drawn like `uniform`."""
     r = np.int32(uniform(s, e, a, k) * np.float32(n))

@@ -7,6 +7,7 @@ the batched API, the PettingZoo adapter, the docs tables) is derived from it by 
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -26,12 +27,16 @@ class Field:
             double-precision reference; observations and rewards stay float32).
         shape: per-environment shape, e.g. ``(num_agents,)`` or ``()``.
         doc: one line for the docs.
+        init: optional per-environment contents (a flat tuple of ``prod(shape)`` values), written
+            into every environment once when the buffers are made: a constant table such as a
+            map layout, which the env's reset phases read but never write.
     """
 
     name: str
     dtype: str
     shape: tuple[int, ...] = ()
     doc: str = ""
+    init: tuple | None = None
 
     def __post_init__(self):
         if self.dtype not in DTYPES:
@@ -40,6 +45,9 @@ class Field:
             raise ValueError(f"Field name {self.name!r} must be an identifier not starting with '_'")
         if any((not isinstance(n, int)) or n < 0 for n in self.shape):
             raise ValueError(f"Field {self.name!r}: shape must be non-negative ints, got {self.shape}")
+        if self.init is not None and len(self.init) != math.prod(self.shape):
+            raise ValueError(f"Field {self.name!r}: init must hold {math.prod(self.shape)} values, "
+                             f"got {len(self.init)}")
 
 
 @dataclass(frozen=True)
@@ -137,7 +145,8 @@ class EnvSpec:
             leave the game, and ``s.over[e] = 1`` when the game has ended for everyone.
         observe: phases run after every reset and step to fill ``s.obs_<group>``: usually
             a `PerObs`, optionally after `PerAgent`/`PerEnv` phases preparing what it reads.
-        constants: ``constants(params) -> dict`` of extra compile-time values for the kernels.
+        constants: ``constants(params) -> dict`` of extra compile-time values for the kernels
+            (bools, ints, floats compiled as float32, or ``np.float64`` values kept double).
         render: ``render(state, params) -> uint8 (H, W, 3)``; ``state`` maps field names to the
             NumPy arrays of one environment.
         module: the module whose docstring documents the environment.

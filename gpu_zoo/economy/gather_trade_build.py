@@ -1,0 +1,1017 @@
+"""Gather-trade-build: workers gather wood and stone, trade them and build houses, and a planner taxes them.
+
+After the AI Economist (Zheng et al., "The AI Economist"): its scenario
+``layout_from_file/simple_wood_and_stone`` with the components Build, ContinuousDoubleAuction,
+Gather and PeriodicBracketTax, in the configuration of its phase-2 training. Written once for the
+CPU and the GPU.
+
+## World
+An ``height x width`` map (default: the AI Economist's 25 x 25 quadrant layout, four rooms split
+by water with doors). Tiles are empty, water (impassable), wood sources or stone sources. A source
+holds at most one unit; an empty source regrows its unit with probability ``resource_regen_prob``
+per step. Houses are impassable to everyone but their owner. ``layout="random"`` draws a fresh map
+per env and episode instead: each tile is water, a wood source or a stone source with probability
+``random_water``, ``random_wood`` and ``random_stone``.
+
+## A step, in the AI Economist's order
+1. **Build**: a worker that chose build, holds one wood and one stone, and stands on an empty tile
+   (no source, no house) builds a house there for ``build_payment x skill`` coin and
+   ``build_labor`` labor.
+2. **Trade**, a continuous double auction per resource (stone, then wood). A bid at price ``q``
+   (0..``max_bid_ask``) moves ``q`` coin into escrow, an ask moves one unit; each costs
+   ``order_labor``. A worker has at most ``max_num_orders`` open orders per resource, bids and asks
+   together. Orders match greedily: the best bid (highest price, then oldest, then lowest agent
+   index) against the best ask from another worker (lowest price, then oldest, then lowest index),
+   while the bid is at least the ask. A trade clears at the older order's price (the ask's if both are
+   new); the buyer gets back the rest of its escrow. An order unfilled after ``order_duration``
+   further steps expires and its escrow is refunded.
+3. **Gather**: movers go in a random order drawn per env and step from the seed; a move into water,
+   another's house, another worker or off the map fails (no labor); a move costs ``move_labor``.
+   Then every worker on a tile holding a unit collects it: one unit, or two with its gather
+   bonus probability, for ``collect_labor``.
+4. **Tax** (``tax_period`` steps per period): on the first step of a period the planner's action
+   sets the marginal rate of each of the 7 brackets (US-federal 2018 cutoffs divided by
+   ``usd_scaling``); on the last step each worker's income in the period (coin, escrow included) is
+   taxed bracket by bracket, the tax is taken from its coin in hand (never more), and the total
+   is shared out equally among the workers.
+5. Sources regrow.
+
+Skills are drawn per worker and episode: build payment ``min(pmsm, (pmsm - 1) x + 1) x
+build_payment`` with ``x ~ Pareto-II(4)`` and ``pmsm = payment_max_skill_multiplier``; gather bonus
+probability ``min(2, y) / 2`` with ``y ~ Pareto-II(3)``. Workers start on random free tiles with
+``starting_agent_coin`` coin.
+
+## Rewards
+A worker gets the change of its utility ``((coin)^(1-eta) - 1) / (1 - eta) - energy_cost x w x
+labor`` (coin in hand and in escrow, cumulative labor; ``log(max(1, coin))`` at ``eta = 1``; ``w = 1
+- exp(-episodes / energy_warmup_constant)``, or 1 when the constant is 0). The planner gets the
+change of social welfare: by default equality x productivity, ``(1 - gini) x mean(coin)``, with
+``gini = sum_ij |c_i - c_j| / (2 (n - 1) sum c)``.
+
+## Actions
+Worker, ``Discrete(2 + 4 (max_bid_ask + 1) + 4)`` (50 by default), the AI Economist's indices:
+
+| index | action |
+| --- | --- |
+| 0 | no-op |
+| 1 | build |
+| 2 + q | bid for stone at price q |
+| 2 + P + q | ask for stone at price q (P = max_bid_ask + 1) |
+| 2 + 2P + q | bid for wood at price q |
+| 2 + 3P + q | ask for wood at price q |
+| 2 + 4P + 0..3 | move left (col - 1), right (col + 1), up (row - 1), down (row + 1) |
+
+Planner, ``MultiDiscrete([22] * 7)``: per bracket, 0 keeps the current rate and ``k`` in 1..21 sets
+``0.05 (k - 1)``. Rates can change only on the first step of a period.
+
+**Action masks** (``info["action_mask"]``): what is feasible now (build conditions, affordable bids,
+asks with goods in hand, free order slots, open moves; for the planner, rates only on a period's
+first step). An infeasible action is a no-op, as in the AI Economist; except that a masked planner
+rate is ignored too (the AI Economist applies it).
+
+## Observations
+Worker: an egocentric ``V x V`` window, ``V = 2 obs_range + 1`` (11), centred on the worker,
+channel by channel (``V*V`` values each, row-major from the top-left): stone units, wood units,
+water, stone sources, wood sources, inside the map, own houses, others' houses, other workers.
+Then, in the AI Economist's flat order (``P = max_bid_ask + 1``, ``n = num_workers``):
+
+| slots | meaning |
+| --- | --- |
+| 1 | build payment / ``build_payment`` |
+| 1 | raw build skill draw ``x`` |
+| 4P | other workers' open asks per price: stone, wood; then their bids: stone, wood |
+| 2 | market rate (mean traded price, decayed history): stone, wood |
+| 4P | own asks per price: stone, wood; own bids: stone, wood |
+| 2P | traded-price history x 0.01 (decayed by 0.995 a step): stone, wood |
+| 1 | gather bonus probability |
+| 7 | current marginal rates |
+| 1, 1 | first day of a tax period, tax day |
+| n | last period's incomes / ``tax_period``, sorted ascending |
+| 1 | own marginal rate on this period's income so far |
+| 1 | position in the tax period / ``tax_period`` |
+| 1 | t / max_cycles |
+| 3 | coin, stone, wood in hand x 0.01 |
+| 2 | column / width, row / height |
+
+Planner: other workers' order books (all asks per price: stone, wood; all bids), market rates
+(2), price histories (2P), current rates (7), first-day and tax-day flags, sorted last incomes (n),
+tax phase, time, its own (empty) inventory (3); then per worker: marginal rate on its income so far,
+last income / ``tax_period``, last marginal rate, coin, stone and wood in hand x 0.01.
+
+## Differences from the AI Economist
+Random numbers come from the seed through gpu_zoo's counter-based generator, so a given seed
+gives other draws than the AI Economist's NumPy ones (same distributions). ``fixed_four_skill_and_loc``
+and the ``auto`` energy warm-up are not offered. The Gini uses the exact pairwise formula for every
+number of workers (the AI Economist switches to an approximation from 30). Tax annealing and the
+energy warm-up count the episodes finished in each env since ``reset(seed)``. The AI Economist's
+``world-idx_map`` (agent indices as values) becomes the own-house, other-house and other-worker
+channels.
+
+## Version history
+- v0: initial release.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import gymnasium
+import numpy as np
+
+from gpu_zoo.core import EnvSpec, Field, Group, ObsBlock, PerAgent, PerEnv, PerItem, PerObs, kernel_fn
+from gpu_zoo.core.rng import randint, uniform
+
+from .layouts import LAYOUTS, TILE_EMPTY, TILE_STONE, TILE_WATER, TILE_WOOD, tile_codes
+
+STONE, WOOD = 0, 1  # resource index: the AI Economist's sorted order
+BRACKETS = 7
+US_CUTOFFS_USD = (0.0, 9700.0, 39475.0, 84200.0, 160725.0, 204100.0, 510300.0)
+US_RATES_2018 = (0.1, 0.12, 0.22, 0.24, 0.32, 0.35, 0.37)
+NUM_RATES = 21  # 0%, 5%, ..., 100%
+TAX_KINDS = {"model_wrapper": 0, "us-federal-single-filer-2018-scaled": 1}
+SWF_KINDS = {"coin_eq_times_productivity": 0, "inv_income_weighted_coin_endowments": 1,
+             "inv_income_weighted_utility": 2}
+CHANNELS = ("stone", "wood", "water", "stone_source", "wood_source", "inside", "own_house", "other_house",
+            "other_worker")
+_MAX_WORKERS = 62  # buyers still able to trade are kept as bits of one int64
+_ZERO = np.float32(0.0)
+_ONE = np.float32(1.0)
+_F64_ZERO = np.float64(0.0)
+_F64_ONE = np.float64(1.0)
+
+# Indices of the random draws within one (env, agent, step): distinct purposes never share one.
+_D_BUILD_SKILL, _D_GATHER_SKILL, _D_MOVE_ORDER, _D_BONUS, _D_TILE, _D_PLACE = 0, 1, 2, 3, 4, 10
+
+
+@dataclass(frozen=True)
+class EconomyParams:
+    """Constructor arguments; defaults are the AI Economist's phase-2 configuration."""
+
+    num_workers: int = 4
+    layout: str = "quadrant_25x25_20each_30clump"
+    height: int = 25
+    width: int = 25
+    max_cycles: int = 1000
+    obs_range: int = 5
+    starting_agent_coin: float = 0.0
+    resource_regen_prob: float = 0.01
+    random_water: float = 0.05
+    random_wood: float = 0.04
+    random_stone: float = 0.04
+    skill_dist: str = "pareto"
+    build_payment: float = 10.0
+    payment_max_skill_multiplier: float = 3.0
+    build_labor: float = 10.0
+    move_labor: float = 1.0
+    collect_labor: float = 1.0
+    max_bid_ask: int = 10
+    max_num_orders: int = 5
+    order_duration: int = 50
+    order_labor: float = 0.25
+    tax_model: str = "model_wrapper"
+    disable_taxes: bool = False
+    tax_period: int = 100
+    usd_scaling: int = 1000
+    tax_annealing_schedule: tuple | None = None
+    isoelastic_eta: float = 0.23
+    energy_cost: float = 0.21
+    energy_warmup_constant: float = 0.0
+    planner_reward_type: str = "coin_eq_times_productivity"
+    mixing_weight_gini_vs_coin: float = 0.0
+
+    def __post_init__(self):
+        for name in ("num_workers", "height", "width", "max_cycles", "max_bid_ask", "max_num_orders",
+                     "order_duration", "tax_period", "usd_scaling"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise ValueError(f"{name} must be a positive int, got {v!r}")
+        if not 2 <= self.num_workers <= _MAX_WORKERS:
+            raise ValueError(f"num_workers must be in [2, {_MAX_WORKERS}], got {self.num_workers}")
+        if isinstance(self.obs_range, bool) or not isinstance(self.obs_range, int) or self.obs_range < 0:
+            raise ValueError(f"obs_range must be a non-negative int, got {self.obs_range!r}")
+        if self.layout != "random":
+            if self.layout not in LAYOUTS:
+                raise ValueError(f"layout must be 'random' or one of {sorted(LAYOUTS)}, got {self.layout!r}")
+            rows = LAYOUTS[self.layout]
+            if (self.height, self.width) != (len(rows), len(rows[0])):
+                raise ValueError(f"layout {self.layout!r} is {len(rows)} x {len(rows[0])}; got height={self.height}, "
+                                 f"width={self.width}")
+        if self.num_workers > self.height * self.width // 2:
+            raise ValueError(f"{self.num_workers} workers do not fit a {self.height} x {self.width} map")
+        choices = (("skill_dist", ("pareto", "none")), ("tax_model", tuple(TAX_KINDS)),
+                   ("planner_reward_type", tuple(SWF_KINDS)))
+        for name, allowed in choices:
+            if getattr(self, name) not in allowed:
+                raise ValueError(f"{name} must be one of {allowed}, got {getattr(self, name)!r}")
+        sched = self.tax_annealing_schedule
+        if sched is not None and (len(sched) != 2 or not all(isinstance(x, int | float) for x in sched)):
+            raise ValueError(f"tax_annealing_schedule must be None or (warmup, slope), got {sched!r}")
+        if not 0.0 <= self.resource_regen_prob <= 1.0:
+            raise ValueError(f"resource_regen_prob must be in [0, 1], got {self.resource_regen_prob}")
+        if self.random_water + self.random_wood + self.random_stone > 0.9:
+            raise ValueError("random_water + random_wood + random_stone must leave room to stand (at most 0.9)")
+
+    @property
+    def num_prices(self) -> int:
+        return self.max_bid_ask + 1
+
+    @property
+    def num_worker_actions(self) -> int:
+        return 2 + 4 * self.num_prices + 4
+
+
+def groups(p: EconomyParams) -> tuple[Group, ...]:
+    P, n, V = p.num_prices, p.num_workers, 2 * p.obs_range + 1
+    worker_obs = (
+        *(ObsBlock(f"map_{c}", V * V, f"egocentric {c} channel") for c in CHANNELS),
+        ObsBlock("build_payment", 1), ObsBlock("build_skill", 1),
+        ObsBlock("available_asks", 2 * P), ObsBlock("available_bids", 2 * P), ObsBlock("market_rate", 2),
+        ObsBlock("my_asks", 2 * P), ObsBlock("my_bids", 2 * P), ObsBlock("price_history", 2 * P),
+        ObsBlock("bonus_gather_prob", 1), ObsBlock("curr_rates", BRACKETS), ObsBlock("is_first_day", 1),
+        ObsBlock("is_tax_day", 1), ObsBlock("last_incomes", n), ObsBlock("marginal_rate", 1),
+        ObsBlock("tax_phase", 1), ObsBlock("time", 1), ObsBlock("inventory", 3), ObsBlock("loc", 2),
+    )
+    planner_obs = (
+        ObsBlock("full_asks", 2 * P), ObsBlock("full_bids", 2 * P), ObsBlock("market_rate", 2),
+        ObsBlock("price_history", 2 * P), ObsBlock("curr_rates", BRACKETS), ObsBlock("is_first_day", 1),
+        ObsBlock("is_tax_day", 1), ObsBlock("last_incomes", n), ObsBlock("tax_phase", 1), ObsBlock("time", 1),
+        ObsBlock("inventory", 3), ObsBlock("workers", 6 * n, "per worker: marginal rate now, last income, "
+                                           "last marginal rate, coin, stone, wood"),
+    )
+    return (
+        Group("worker", n, worker_obs, gymnasium.spaces.Discrete(p.num_worker_actions), masked=True),
+        Group("planner", 1, planner_obs, gymnasium.spaces.MultiDiscrete([1 + NUM_RATES] * BRACKETS), masked=True),
+    )
+
+
+def fields(p: EconomyParams) -> tuple[Field, ...]:
+    H, W, n, M, P = p.height, p.width, p.num_workers, p.max_num_orders, p.num_prices
+    A = n + 1
+    base = tile_codes(LAYOUTS[p.layout]) if p.layout in LAYOUTS else None
+    return (
+        Field("base", "u8", (H, W), "the named layout's tile codes", init=base),
+        Field("tile", "u8", (H, W), "tile kind: 0 empty, 1 wood source, 2 stone source, 3 water"),
+        Field("res", "u8", (H, W), "1 if the source tile holds its unit"),
+        Field("house", "u8", (H, W), "owner + 1 of the house on the tile, 0 if none"),
+        Field("row", "i32", (A,), "worker row (0 at the top); -1 for the planner"),
+        Field("col", "i32", (A,), "worker column; -1 for the planner"),
+        Field("coin", "f64", (A,), "coin in hand"),
+        Field("coin_escrow", "f64", (A,), "coin held by open bids"),
+        Field("goods", "i32", (A, 2), "stone and wood in hand"),
+        Field("goods_escrow", "i32", (A, 2), "stone and wood held by open asks"),
+        Field("labor", "f64", (A,), "labor spent this episode"),
+        Field("build_pay", "f64", (A,), "coin earned per house"),
+        Field("build_skill", "f32", (A,), "the raw build skill draw"),
+        Field("gather_bonus", "f32", (A,), "probability of a second unit when gathering"),
+        Field("util", "f64", (A,), "last utility of each worker; the planner's slot holds the last welfare"),
+        Field("last_coin", "f64", (A,), "coin (escrow included) after the last tax day"),
+        Field("last_income", "f64", (A,), "income of the last tax period"),
+        Field("last_marginal", "f32", (A,), "marginal rate on the last period's income"),
+        Field("sorted_income", "f32", (n,), "last incomes / tax_period, ascending"),
+        Field("order_kind", "u8", (n, 2, M), "open order slots per worker and resource: 0 free, 1 bid, 2 ask"),
+        Field("order_price", "i32", (n, 2, M), "order price"),
+        Field("order_life", "i32", (n, 2, M), "steps the order has rested"),
+        Field("price_hist", "f64", (2, P), "traded prices per resource, decayed by 0.995 a step"),
+        Field("tax_idx", "i32", (BRACKETS,), "index of each bracket's rate among 0%, 5%, ..., 100%"),
+        Field("tax_rate", "f64", (BRACKETS,), "current marginal rates"),
+        Field("tax_pos", "i32", (), "position in the tax period, 1 on its first step"),
+        Field("tax_collected", "f64", (), "tax collected on the last tax day"),
+        Field("lump_sum", "f64", (), "each worker's share of it"),
+    )
+
+
+def constants(p: EconomyParams) -> dict:
+    P, V = p.num_prices, 2 * p.obs_range + 1
+    tax_kind = 2 if p.disable_taxes else TAX_KINDS[p.tax_model]
+    sched = p.tax_annealing_schedule
+    out = {
+        "P": P, "V": V, "WIN": V * V, "MAP_OBS": len(CHANNELS) * V * V, "BUY0": 2, "MOVE0": 2 + 4 * P,
+        "tax_kind": tax_kind, "swf_kind": SWF_KINDS[p.planner_reward_type],
+        "random_layout": p.layout == "random", "pareto_skills": p.skill_dist == "pareto",
+        "anneal": sched is not None,
+        "anneal_warmup": np.float64(sched[0] if sched else 0.0), "anneal_slope": np.float64(sched[1] if sched else 0.0),
+        "num_cells": p.height * p.width,
+    }
+    for b in range(BRACKETS):
+        out[f"cutoff_{b}"] = np.float64(US_CUTOFFS_USD[b] / p.usd_scaling)
+        out[f"us_rate_{b}"] = np.float64(US_RATES_2018[b])
+    return out
+
+
+# ------------------------------------------------------------------ shared helpers
+@kernel_fn
+def cutoff(p, b):
+    """Lower edge of bracket ``b`` in coin; the open top bracket ends at infinity (b = 7)."""
+    if b == 0:
+        return p.cutoff_0
+    if b == 1:
+        return p.cutoff_1
+    if b == 2:
+        return p.cutoff_2
+    if b == 3:
+        return p.cutoff_3
+    if b == 4:
+        return p.cutoff_4
+    if b == 5:
+        return p.cutoff_5
+    if b == 6:
+        return p.cutoff_6
+    return np.inf
+
+
+@kernel_fn
+def us_rate(p, b):
+    if b == 0:
+        return p.us_rate_0
+    if b == 1:
+        return p.us_rate_1
+    if b == 2:
+        return p.us_rate_2
+    if b == 3:
+        return p.us_rate_3
+    if b == 4:
+        return p.us_rate_4
+    if b == 5:
+        return p.us_rate_5
+    return p.us_rate_6
+
+
+@kernel_fn
+def taxes_due(tax_rate, p, e, income):
+    """Bracket by bracket: ``sum_b rate_b * min(size_b, max(0, income - cutoff_b))``."""
+    due = _F64_ZERO
+    for b in range(BRACKETS):
+        lo, hi = cutoff(p, b), cutoff(p, b + 1)
+        due += tax_rate[e, b] * min(hi - lo, max(_F64_ZERO, income - lo))
+    return due
+
+
+@kernel_fn
+def marginal_rate(tax_rate, p, e, income):
+    if income < 0:
+        return _F64_ZERO
+    for b in range(BRACKETS):
+        if income < cutoff(p, b + 1):
+            return tax_rate[e, b]
+    return tax_rate[e, BRACKETS - 1]
+
+
+@kernel_fn
+def rate_limit(ep_count, p, e):
+    """Highest rate allowed now: 1, or the annealed limit ``clip(slope (episodes - warmup), 0, 1)``."""
+    if not p.anneal:
+        return _F64_ONE
+    x = p.anneal_slope * (np.float64(ep_count[e]) - p.anneal_warmup)
+    return min(_F64_ONE, max(_F64_ZERO, x))
+
+
+@kernel_fn
+def rate_of(k):
+    """The k-th discrete rate, as the AI Economist's float64 ``arange(0, 1.05, 0.05)`` gives it."""
+    return np.float64(k) * np.float64(0.05)
+
+
+@kernel_fn
+def total_coin(coin, coin_escrow, e, a):
+    return coin[e, a] + coin_escrow[e, a]
+
+
+@kernel_fn
+def utility(s, p, e, a):
+    """Isoelastic utility of coin (hand + escrow) minus weighted cumulative labor."""
+    eta = np.float64(p.isoelastic_eta)
+    c = total_coin(s.coin, s.coin_escrow, e, a)
+    if abs(eta - _F64_ONE) < 1e-12:
+        u = math.log(max(_F64_ONE, c))
+    else:
+        u = (math.pow(max(_F64_ZERO, c), _F64_ONE - eta) - _F64_ONE) / (_F64_ONE - eta)
+    weight = _F64_ONE
+    if p.energy_warmup_constant > 0:
+        weight = _F64_ONE - math.exp(-np.float64(s.ep_count[e]) / np.float64(p.energy_warmup_constant))
+    return u - np.float64(p.energy_cost) * weight * s.labor[e, a]
+
+
+@kernel_fn
+def gini(s, p, e):
+    """The normalised Gini of the workers' coin (hand + escrow), as the AI Economist computes it."""
+    n = p.num_workers
+    diff, total = _F64_ZERO, _F64_ZERO
+    for i in range(n):
+        ci = total_coin(s.coin, s.coin_escrow, e, i)
+        total += ci
+        for j in range(n):
+            diff += abs(ci - total_coin(s.coin, s.coin_escrow, e, j))
+    return diff / (np.float64(2 * n) * total + 1e-10) / (np.float64(n - 1) / np.float64(n))
+
+
+@kernel_fn
+def welfare(s, p, e):
+    n = p.num_workers
+    if p.swf_kind == 0:
+        total = _F64_ZERO
+        for i in range(n):
+            total += total_coin(s.coin, s.coin_escrow, e, i)
+        w = _F64_ONE - np.float64(p.mixing_weight_gini_vs_coin)
+        equality = _F64_ONE - gini(s, p, e)
+        return (w * equality + (_F64_ONE - w)) * (total / np.float64(n))
+    norm = _F64_ZERO
+    for i in range(n):
+        norm += _F64_ONE / max(_F64_ONE, total_coin(s.coin, s.coin_escrow, e, i))
+    out = _F64_ZERO
+    for i in range(n):
+        c = total_coin(s.coin, s.coin_escrow, e, i)
+        weight = _F64_ONE / max(_F64_ONE, c) / norm
+        out += weight * (c if p.swf_kind == 1 else utility(s, p, e, i))
+    return out
+
+
+@kernel_fn
+def occupied_by_other(row, col, n, e, a, r, c):
+    for j in range(n):
+        if j != a and row[e, j] == r and col[e, j] == c:
+            return True
+    return False
+
+
+@kernel_fn
+def can_enter(tile, house, row, col, e, a, r, c):
+    """Whether worker ``a`` may step onto (r, c) now."""
+    if r < 0 or r >= tile.shape[1] or c < 0 or c >= tile.shape[2]:
+        return False
+    if tile[e, r, c] == TILE_WATER:
+        return False
+    h = house[e, r, c]
+    if h != 0 and h != a + 1:
+        return False
+    return not occupied_by_other(row, col, row.shape[1] - 1, e, a, r, c)
+
+
+@kernel_fn
+def can_build(goods, tile, house, row, col, e, a):
+    r, c = row[e, a], col[e, a]
+    return goods[e, a, STONE] >= 1 and goods[e, a, WOOD] >= 1 and tile[e, r, c] == TILE_EMPTY and house[e, r, c] == 0
+
+
+@kernel_fn
+def open_orders(order_kind, e, a, res):
+    n = 0
+    for m in range(order_kind.shape[3]):
+        if order_kind[e, a, res, m] != 0:
+            n += 1
+    return n
+
+
+@kernel_fn
+def pareto2(u, shape):
+    """A Pareto-II (Lomax) draw, NumPy's ``pareto(shape)``, from a uniform in [0, 1)."""
+    return math.pow(_F64_ONE - np.float64(u), -_F64_ONE / np.float64(shape)) - _F64_ONE
+
+
+# ------------------------------------------------------------------ reset phases
+@kernel_fn
+def reset_tile(s, p, e, k):
+    r, c = k // p.width, k % p.width
+    kind = s.base[e, r, c]
+    if p.random_layout:
+        u = uniform(s, e, p.num_agents + k, _D_TILE)
+        kind = TILE_EMPTY
+        if u < p.random_water:
+            kind = TILE_WATER
+        elif u < p.random_water + p.random_wood:
+            kind = TILE_WOOD
+        elif u < p.random_water + p.random_wood + p.random_stone:
+            kind = TILE_STONE
+    s.tile[e, r, c] = kind
+    s.res[e, r, c] = 1 if kind == TILE_WOOD or kind == TILE_STONE else 0
+    s.house[e, r, c] = 0
+
+
+@kernel_fn
+def reset_agent(s, p, e, a):
+    s.coin[e, a] = np.float64(p.starting_agent_coin)
+    s.coin_escrow[e, a] = 0
+    s.labor[e, a] = 0
+    s.last_income[e, a] = 0
+    s.last_marginal[e, a] = 0
+    s.row[e, a] = -1
+    s.col[e, a] = -1
+    for res in range(2):
+        s.goods[e, a, res] = 0
+        s.goods_escrow[e, a, res] = 0
+    if a >= p.worker_hi:
+        return
+    for res in range(2):
+        for m in range(p.max_num_orders):
+            s.order_kind[e, a, res, m] = 0
+    if p.pareto_skills:
+        x = pareto2(uniform(s, e, a, _D_BUILD_SKILL), 4)
+        pmsm = np.float64(p.payment_max_skill_multiplier)
+        s.build_pay[e, a] = min(pmsm, (pmsm - 1) * x + 1) * np.float64(p.build_payment)
+        s.build_skill[e, a] = x
+        s.gather_bonus[e, a] = min(2.0, pareto2(uniform(s, e, a, _D_GATHER_SKILL), 3)) / 2.0
+    else:
+        s.build_pay[e, a] = np.float64(p.build_payment)
+        s.build_skill[e, a] = 0
+        s.gather_bonus[e, a] = 0
+
+
+@kernel_fn
+def place_free(s, p, e, a):
+    """Agents in index order, each on a random tile that is not water nor taken (as the AI Economist)."""
+    for attempt in range(200):
+        r = randint(s, e, a, _D_PLACE + 2 * attempt, p.height)
+        c = randint(s, e, a, _D_PLACE + 2 * attempt + 1, p.width)
+        if s.tile[e, r, c] != TILE_WATER and not occupied_by_other(s.row, s.col, p.num_workers, e, a, r, c):
+            s.row[e, a], s.col[e, a] = r, c
+            return
+    for k in range(p.num_cells):  # a crowded random map: the first free tile
+        r, c = k // p.width, k % p.width
+        if s.tile[e, r, c] != TILE_WATER and not occupied_by_other(s.row, s.col, p.num_workers, e, a, r, c):
+            s.row[e, a], s.col[e, a] = r, c
+            return
+
+
+@kernel_fn
+def reset_env(s, p, e):
+    for a in range(p.num_workers):
+        place_free(s, p, e, a)
+    for res in range(2):
+        for q in range(p.P):
+            s.price_hist[e, res, q] = 0
+    limit = rate_limit(s.ep_count, p, e)
+    for b in range(BRACKETS):
+        s.tax_idx[e, b] = 0
+        s.tax_rate[e, b] = min(us_rate(p, b), limit) if p.tax_kind == 1 else _F64_ZERO
+    s.tax_pos[e] = 1
+    s.tax_collected[e] = 0
+    s.lump_sum[e] = 0
+    for a in range(p.num_workers):
+        s.last_coin[e, a] = total_coin(s.coin, s.coin_escrow, e, a)
+        s.util[e, a] = utility(s, p, e, a)
+        s.sorted_income[e, a] = 0
+    s.util[e, p.planner_lo] = welfare(s, p, e)
+
+
+# ------------------------------------------------------------------ step phases
+@kernel_fn
+def build(s, p, e, a):
+    if a >= p.worker_hi or s.act_worker[e, a] != 1 or not can_build(s.goods, s.tile, s.house, s.row, s.col, e, a):
+        return
+    s.goods[e, a, STONE] -= 1
+    s.goods[e, a, WOOD] -= 1
+    s.house[e, s.row[e, a], s.col[e, a]] = a + 1
+    s.coin[e, a] += s.build_pay[e, a]
+    s.labor[e, a] += np.float64(p.build_labor)
+
+
+@kernel_fn
+def place_order(s, p, e, a):
+    if a >= p.worker_hi:
+        return
+    act = s.act_worker[e, a]
+    if act < p.BUY0 or act >= p.MOVE0:
+        return
+    off = act - p.BUY0
+    res, sell, price = off // (2 * p.P), (off % (2 * p.P)) // p.P, off % p.P
+    if open_orders(s.order_kind, e, a, res) >= p.max_num_orders:
+        return
+    if sell:
+        if s.goods[e, a, res] <= 0:
+            return
+        s.goods[e, a, res] -= 1
+        s.goods_escrow[e, a, res] += 1
+    else:
+        if s.coin[e, a] < price:
+            return
+        s.coin[e, a] -= price
+        s.coin_escrow[e, a] += price
+    for m in range(p.max_num_orders):
+        if s.order_kind[e, a, res, m] == 0:
+            s.order_kind[e, a, res, m] = 2 if sell else 1
+            s.order_price[e, a, res, m] = price
+            s.order_life[e, a, res, m] = 0
+            break
+    s.labor[e, a] += np.float64(p.order_labor)
+
+
+@kernel_fn
+def match_resource(s, p, e, res):
+    """The AI Economist's greedy matching for one resource (see the module docstring)."""
+    n, M = p.num_workers, p.max_num_orders
+    possible = (np.int64(1) << np.int64(n)) - np.int64(1)
+    while possible != 0:
+        ba, bm, bp, bl = -1, -1, -1, -1
+        for a in range(n):
+            if (possible >> np.int64(a)) & np.int64(1) == 0:
+                continue
+            for m in range(M):
+                if s.order_kind[e, a, res, m] != 1:
+                    continue
+                q, life = s.order_price[e, a, res, m], s.order_life[e, a, res, m]
+                if q > bp or (q == bp and life > bl):
+                    ba, bm, bp, bl = a, m, q, life
+        if ba < 0:
+            return
+        sa, sm, sp, sl = -1, -1, 0, -1
+        for a in range(n):
+            if a == ba:
+                continue
+            for m in range(M):
+                if s.order_kind[e, a, res, m] != 2:
+                    continue
+                q, life = s.order_price[e, a, res, m], s.order_life[e, a, res, m]
+                if sa < 0 or q < sp or (q == sp and life > sl):
+                    sa, sm, sp, sl = a, m, q, life
+        if sa < 0 or bp < sp:
+            possible &= ~(np.int64(1) << np.int64(ba))
+            continue
+        price = sp if bl <= sl else bp
+        s.order_kind[e, ba, res, bm] = 0
+        s.order_kind[e, sa, res, sm] = 0
+        s.goods_escrow[e, sa, res] -= 1
+        s.goods[e, ba, res] += 1
+        s.coin_escrow[e, ba] -= bp
+        s.coin[e, sa] += price
+        s.coin[e, ba] += bp - price
+        s.price_hist[e, res, price] += 1
+
+
+@kernel_fn
+def market(s, p, e):
+    for res in range(2):
+        for q in range(p.P):
+            s.price_hist[e, res, q] *= np.float64(0.995)
+    for res in range(2):
+        match_resource(s, p, e, res)
+    for a in range(p.num_workers):
+        for res in range(2):
+            for m in range(p.max_num_orders):
+                kind = s.order_kind[e, a, res, m]
+                if kind == 0:
+                    continue
+                s.order_life[e, a, res, m] += 1
+                if s.order_life[e, a, res, m] <= p.order_duration:
+                    continue
+                s.order_kind[e, a, res, m] = 0
+                if kind == 1:
+                    q = s.order_price[e, a, res, m]
+                    s.coin_escrow[e, a] -= q
+                    s.coin[e, a] += q
+                else:
+                    s.goods_escrow[e, a, res] -= 1
+                    s.goods[e, a, res] += 1
+
+
+@kernel_fn
+def move_one(s, p, e, a):
+    act = s.act_worker[e, a] - p.MOVE0
+    if act < 0 or act > 3:
+        return
+    r, c = s.row[e, a], s.col[e, a]
+    if act == 0:
+        c -= 1
+    elif act == 1:
+        c += 1
+    elif act == 2:
+        r -= 1
+    else:
+        r += 1
+    if can_enter(s.tile, s.house, s.row, s.col, e, a, r, c):
+        s.row[e, a], s.col[e, a] = r, c
+        s.labor[e, a] += np.float64(p.move_labor)
+
+
+@kernel_fn
+def move(s, p, e):
+    """Movers one at a time in a random order (ascending random keys, ties by index)."""
+    last_key, last_a = np.float32(-1.0), -1
+    for _ in range(p.num_workers):
+        best_key, best_a = np.float32(2.0), -1
+        for a in range(p.num_workers):
+            key = uniform(s, e, a, _D_MOVE_ORDER)
+            after = key > last_key or (key == last_key and a > last_a)
+            if after and (key < best_key or (key == best_key and a < best_a)):
+                best_key, best_a = key, a
+        move_one(s, p, e, best_a)
+        last_key, last_a = best_key, best_a
+
+
+@kernel_fn
+def collect(s, p, e, a):
+    if a >= p.worker_hi:
+        return
+    r, c = s.row[e, a], s.col[e, a]
+    if not s.res[e, r, c]:
+        return
+    res = WOOD if s.tile[e, r, c] == TILE_WOOD else STONE
+    s.res[e, r, c] = 0
+    s.goods[e, a, res] += 2 if uniform(s, e, a, _D_BONUS) < s.gather_bonus[e, a] else 1
+    s.labor[e, a] += np.float64(p.collect_labor)
+
+
+@kernel_fn
+def tax(s, p, e):
+    pos = s.tax_pos[e]
+    if pos == 1:
+        limit = rate_limit(s.ep_count, p, e)
+        for b in range(BRACKETS):
+            if p.tax_kind == 0:
+                k = s.act_planner[e, 0, b]
+                if k > 0 and rate_of(k - 1) <= limit:
+                    s.tax_idx[e, b] = k - 1
+                s.tax_rate[e, b] = rate_of(s.tax_idx[e, b])
+            elif p.tax_kind == 1:
+                s.tax_rate[e, b] = min(us_rate(p, b), limit)
+    if pos >= p.tax_period:
+        n = p.num_workers
+        collected = _F64_ZERO
+        for a in range(n):
+            income = total_coin(s.coin, s.coin_escrow, e, a) - s.last_coin[e, a]
+            paid = min(s.coin[e, a], taxes_due(s.tax_rate, p, e, income))
+            s.coin[e, a] -= paid
+            collected += paid
+            s.last_income[e, a] = income
+            s.last_marginal[e, a] = marginal_rate(s.tax_rate, p, e, income)
+        share = collected / np.float64(n)
+        for a in range(n):
+            s.coin[e, a] += share
+            s.last_coin[e, a] = total_coin(s.coin, s.coin_escrow, e, a)
+        s.tax_collected[e] = collected
+        s.lump_sum[e] = share
+        pos = 0
+    s.tax_pos[e] = pos + 1
+
+
+@kernel_fn
+def regrow(s, p, e, k):
+    r, c = k // p.width, k % p.width
+    kind = s.tile[e, r, c]
+    if (kind == TILE_WOOD or kind == TILE_STONE) and not s.res[e, r, c]:
+        if uniform(s, e, p.num_agents + k, _D_TILE) < p.resource_regen_prob:
+            s.res[e, r, c] = 1
+
+
+@kernel_fn
+def rewards(s, p, e):
+    for a in range(p.num_workers):
+        u = utility(s, p, e, a)
+        s.rew[e, a] = np.float32(u - s.util[e, a])
+        s.util[e, a] = u
+    w = welfare(s, p, e)
+    s.rew[e, p.planner_lo] = np.float32(w - s.util[e, p.planner_lo])
+    s.util[e, p.planner_lo] = w
+
+
+# ------------------------------------------------------------------ observation phases
+@kernel_fn
+def sort_incomes(s, p, e):
+    """Last incomes / tax_period in ascending order (selection by rank; ties by index)."""
+    n = p.num_workers
+    for i in range(n):
+        x = s.last_income[e, i]
+        rank = 0
+        for j in range(n):
+            y = s.last_income[e, j]
+            if y < x or (y == x and j < i):
+                rank += 1
+        s.sorted_income[e, rank] = np.float32(x / np.float64(p.tax_period))
+
+
+@kernel_fn
+def masks(s, p, e, a):
+    if a >= p.worker_hi:
+        allow = p.tax_kind == 0 and s.tax_pos[e] == 1
+        limit = rate_limit(s.ep_count, p, e)
+        for b in range(BRACKETS):
+            base = b * (1 + NUM_RATES)
+            s.mask_planner[e, 0, base] = 1
+            for k in range(NUM_RATES):
+                s.mask_planner[e, 0, base + 1 + k] = 1 if allow and rate_of(k) <= limit else 0
+        return
+    s.mask_worker[e, a, 0] = 1
+    s.mask_worker[e, a, 1] = 1 if can_build(s.goods, s.tile, s.house, s.row, s.col, e, a) else 0
+    for res in range(2):
+        free = open_orders(s.order_kind, e, a, res) < p.max_num_orders
+        has_goods = s.goods[e, a, res] > 0
+        for q in range(p.P):
+            s.mask_worker[e, a, p.BUY0 + 2 * p.P * res + q] = 1 if free and s.coin[e, a] >= q else 0
+            s.mask_worker[e, a, p.BUY0 + 2 * p.P * res + p.P + q] = 1 if free and has_goods else 0
+    r, c = s.row[e, a], s.col[e, a]
+    s.mask_worker[e, a, p.MOVE0] = 1 if can_enter(s.tile, s.house, s.row, s.col, e, a, r, c - 1) else 0
+    s.mask_worker[e, a, p.MOVE0 + 1] = 1 if can_enter(s.tile, s.house, s.row, s.col, e, a, r, c + 1) else 0
+    s.mask_worker[e, a, p.MOVE0 + 2] = 1 if can_enter(s.tile, s.house, s.row, s.col, e, a, r - 1, c) else 0
+    s.mask_worker[e, a, p.MOVE0 + 3] = 1 if can_enter(s.tile, s.house, s.row, s.col, e, a, r + 1, c) else 0
+
+
+@kernel_fn
+def count_orders(order_kind, order_price, e, res, kind, price, who, mine):
+    """Open orders of one kind and price.
+
+    ``who``'s own (mine) or everyone else's (not mine); ``who = -1`` counts everyone's.
+    """
+    n = 0
+    for a in range(order_kind.shape[1]):
+        if who >= 0 and (a == who) != mine:
+            continue
+        for m in range(order_kind.shape[3]):
+            if order_kind[e, a, res, m] == kind and order_price[e, a, res, m] == price:
+                n += 1
+    return np.float32(n)
+
+
+@kernel_fn
+def market_rate(price_hist, e, res):
+    num, den = _F64_ZERO, _F64_ZERO
+    for q in range(price_hist.shape[2]):
+        num += np.float64(q) * price_hist[e, res, q]
+        den += price_hist[e, res, q]
+    return np.float32(num / max(np.float64(0.001), den))
+
+
+@kernel_fn
+def window(s, p, e, a, i):
+    """Egocentric map element: channel i // WIN, cell i % WIN of the V x V window."""
+    ch, cell = i // p.WIN, i % p.WIN
+    r = s.row[e, a] + cell // p.V - p.obs_range
+    c = s.col[e, a] + cell % p.V - p.obs_range
+    if r < 0 or r >= p.height or c < 0 or c >= p.width:
+        return _ZERO
+    kind = s.tile[e, r, c]
+    if ch == 0:
+        return _ONE if kind == TILE_STONE and s.res[e, r, c] else _ZERO
+    if ch == 1:
+        return _ONE if kind == TILE_WOOD and s.res[e, r, c] else _ZERO
+    if ch == 2:
+        return _ONE if kind == TILE_WATER else _ZERO
+    if ch == 3:
+        return _ONE if kind == TILE_STONE else _ZERO
+    if ch == 4:
+        return _ONE if kind == TILE_WOOD else _ZERO
+    if ch == 5:
+        return _ONE
+    h = s.house[e, r, c]
+    if ch == 6:
+        return _ONE if h == a + 1 else _ZERO
+    if ch == 7:
+        return _ONE if h != 0 and h != a + 1 else _ZERO
+    return _ONE if occupied_by_other(s.row, s.col, p.num_workers, e, a, r, c) else _ZERO
+
+
+@kernel_fn
+def tax_block(s, p, e, j):
+    """The tax slots shared by both groups: rates (7), first day, tax day, sorted incomes (n)."""
+    if j < BRACKETS:
+        return np.float32(s.tax_rate[e, j])
+    j -= BRACKETS
+    if j == 0:
+        return _ONE if s.tax_pos[e] == 1 else _ZERO
+    if j == 1:
+        return _ONE if s.tax_pos[e] >= p.tax_period else _ZERO
+    return s.sorted_income[e, j - 2]
+
+
+@kernel_fn
+def price_levels(order_kind, order_price, P, e, j, who, mine):
+    """4P order-book slots: asks (stone, wood) then bids (stone, wood), per price."""
+    block, q = j // P, j % P
+    kind = 2 if block < 2 else 1
+    return count_orders(order_kind, order_price, e, block % 2, kind, q, who, mine)
+
+
+@kernel_fn
+def worker_obs(s, p, e, a, i):
+    if i < p.MAP_OBS:
+        return window(s, p, e, a, i)
+    j = i - p.MAP_OBS
+    P, n = p.P, p.num_workers
+    if j == 0:
+        return np.float32(s.build_pay[e, a] / np.float64(p.build_payment))
+    if j == 1:
+        return s.build_skill[e, a]
+    j -= 2
+    if j < 4 * P:
+        return price_levels(s.order_kind, s.order_price, p.P, e, j, a, False)
+    j -= 4 * P
+    if j < 2:
+        return market_rate(s.price_hist, e, j)
+    j -= 2
+    if j < 4 * P:
+        return price_levels(s.order_kind, s.order_price, p.P, e, j, a, True)
+    j -= 4 * P
+    if j < 2 * P:
+        return np.float32(s.price_hist[e, j // P, j % P] * np.float64(0.01))
+    j -= 2 * P
+    if j == 0:
+        return s.gather_bonus[e, a]
+    j -= 1
+    if j < BRACKETS + 2 + n:
+        return tax_block(s, p, e, j)
+    j -= BRACKETS + 2 + n
+    if j == 0:
+        return np.float32(marginal_rate(s.tax_rate, p, e, total_coin(s.coin, s.coin_escrow, e, a) - s.last_coin[e, a]))
+    if j == 1:
+        return np.float32(s.tax_pos[e]) / np.float32(p.tax_period)
+    if j == 2:
+        return np.float32(s.t[e]) / np.float32(p.max_cycles)
+    if j == 3:
+        return np.float32(s.coin[e, a] * np.float64(0.01))
+    if j < 6:
+        return np.float32(s.goods[e, a, j - 4]) * np.float32(0.01)
+    if j == 6:
+        return np.float32(s.col[e, a]) / np.float32(p.width)
+    return np.float32(s.row[e, a]) / np.float32(p.height)
+
+
+@kernel_fn
+def planner_obs(s, p, e, i):
+    P, n = p.P, p.num_workers
+    j = i
+    if j < 4 * P:
+        return price_levels(s.order_kind, s.order_price, p.P, e, j, -1, False)
+    j -= 4 * P
+    if j < 2:
+        return market_rate(s.price_hist, e, j)
+    j -= 2
+    if j < 2 * P:
+        return np.float32(s.price_hist[e, j // P, j % P] * np.float64(0.01))
+    j -= 2 * P
+    if j < BRACKETS + 2 + n:
+        return tax_block(s, p, e, j)
+    j -= BRACKETS + 2 + n
+    if j == 0:
+        return np.float32(s.tax_pos[e]) / np.float32(p.tax_period)
+    if j == 1:
+        return np.float32(s.t[e]) / np.float32(p.max_cycles)
+    if j < 5:
+        return _ZERO  # the planner's own inventory: it holds nothing
+    j -= 5
+    a, k = j // 6, j % 6
+    if k == 0:
+        return np.float32(marginal_rate(s.tax_rate, p, e, total_coin(s.coin, s.coin_escrow, e, a) - s.last_coin[e, a]))
+    if k == 1:
+        return np.float32(s.last_income[e, a] / np.float64(p.tax_period))
+    if k == 2:
+        return s.last_marginal[e, a]
+    if k == 3:
+        return np.float32(s.coin[e, a] * np.float64(0.01))
+    return np.float32(s.goods[e, a, k - 4]) * np.float32(0.01)
+
+
+@kernel_fn
+def observe(s, p, e, a, i):
+    if a < p.worker_hi:
+        return worker_obs(s, p, e, a, i)
+    return planner_obs(s, p, e, i)
+
+
+# ------------------------------------------------------------------ render
+_TILE_RGB = {TILE_EMPTY: (236, 230, 214), TILE_WATER: (96, 156, 222), TILE_WOOD: (200, 226, 190),
+             TILE_STONE: (214, 214, 214)}
+_UNIT_RGB = {TILE_WOOD: (46, 125, 50), TILE_STONE: (97, 97, 97)}
+_WORKER_RGB = ((220, 50, 47), (38, 139, 210), (133, 153, 0), (211, 54, 130), (181, 137, 0), (42, 161, 152),
+               (108, 113, 196), (203, 75, 22))
+
+
+def render(state: dict, p: EconomyParams, cell: int = 12) -> np.ndarray:
+    """Top view: tiles, resource units (dark squares), houses (outlined in the owner's colour), workers (discs)."""
+    H, W = p.height, p.width
+    img = np.empty((H * cell + 6, W * cell, 3), np.uint8)
+    img[:] = (250, 250, 246)
+    tile, res, house = state["tile"], state["res"], state["house"]
+    yy, xx = np.mgrid[0:cell, 0:cell]
+    disc = (yy - (cell - 1) / 2) ** 2 + (xx - (cell - 1) / 2) ** 2 <= (cell * 0.4) ** 2
+    for r in range(H):
+        for c in range(W):
+            block = img[6 + r * cell:6 + (r + 1) * cell, c * cell:(c + 1) * cell]
+            kind = int(tile[r, c])
+            block[:] = _TILE_RGB[kind]
+            if res[r, c] and kind in _UNIT_RGB:
+                q = cell // 4
+                block[q:cell - q, q:cell - q] = _UNIT_RGB[kind]
+            if house[r, c]:
+                block[:] = (120, 85, 60)
+                rgb = _WORKER_RGB[(int(house[r, c]) - 1) % len(_WORKER_RGB)]
+                block[:2], block[-2:], block[:, :2], block[:, -2:] = rgb, rgb, rgb, rgb
+    for a in range(p.num_workers):
+        r, c = int(state["row"][a]), int(state["col"][a])
+        block = img[6 + r * cell:6 + (r + 1) * cell, c * cell:(c + 1) * cell]
+        block[disc] = _WORKER_RGB[a % len(_WORKER_RGB)]
+    frac = min(1.0, int(state["t"]) / p.max_cycles)
+    img[1:4, :int(round(frac * W * cell))] = (120, 120, 120)
+    return img
+
+
+SPEC = EnvSpec(
+    id="gather_trade_build_v0",
+    params=EconomyParams,
+    groups=groups,
+    fields=fields,
+    reset=lambda p: (PerItem(reset_tile, p.height * p.width), PerAgent(reset_agent), PerEnv(reset_env)),
+    step=lambda p: (PerAgent(build), PerAgent(place_order), PerEnv(market), PerEnv(move), PerAgent(collect),
+                    PerEnv(tax), PerItem(regrow, p.height * p.width), PerEnv(rewards)),
+    observe=(PerEnv(sort_incomes), PerAgent(masks), PerObs(observe)),
+    constants=constants,
+    render=render,
+    module=__name__,
+)

@@ -52,7 +52,7 @@ def test_train_writes_csv_tensorboard_checkpoint_curve_and_gif(tmp_path, capsys)
     gif = Image.open(tmp_path / "policy.gif")
     assert gif.format == "GIF" and gif.n_frames == GRID_SMALL["max_cycles"]
     out = capsys.readouterr().out
-    assert "tagger: trained" in out and "vs random" in out
+    assert "taggers trained" in out and "vs random" in out
 
 
 def test_resume_continues_the_counters_and_the_numbers_exactly(tmp_path):
@@ -116,7 +116,7 @@ def test_eval_reports_trained_and_random_returns_per_group(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "6 episodes" in out and "trained" in out and "random" in out
     for group in ("tagger", "runner"):
-        assert any(line.startswith(group) and line.count("+-") == 2 for line in out.splitlines()), out
+        assert any(line.startswith(group) and line.count("±") == 2 for line in out.splitlines()), out
     assert Image.open(gif).n_frames > 1
 
 

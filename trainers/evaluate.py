@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -73,7 +74,7 @@ class Comparison:
         """Per-group returns (mean +- std over episodes, per agent) of both policy sets."""
         n = len(self.trained.lengths)
         lines = [f"{self.env_id}: {n} episodes per policy set, seed {self.seed} (the same starts for both); "
-                 f"return per agent, mean +- std",
+                 f"return per agent, mean ± std (episodes)",
                  f"{'group':<12}{'trained':>24}{'random':>24}"]
         for g in self.trained.returns:
             tag = "" if g in self.trained_groups else " (random in both)"
@@ -84,13 +85,13 @@ class Comparison:
     def summary(self) -> str:
         """One line: each trained group's return, trained against random."""
         n = len(self.trained.lengths)
-        parts = [f"{g}: trained {_spread(self.trained.returns[g])} vs random {_spread(self.random.returns[g])}"
-                 for g in self.trained_groups]
-        return f"return per agent per episode over {n} episodes, same seeds: " + "; ".join(parts)
+        parts = [f"{g}s trained {_spread(self.trained.returns[g], False)} vs random "
+                 f"{_spread(self.random.returns[g], False)}" for g in self.trained_groups]
+        return "; ".join(parts) + f" (return per agent per episode, {n} episodes each, same seeds)"
 
 
-def _spread(x: np.ndarray) -> str:
-    return f"{np.mean(x):.3g} +- {np.std(x):.2g} ({len(x)})"
+def _spread(x: np.ndarray, count: bool = True) -> str:
+    return f"{np.mean(x):.3g} ± {np.std(x):.2g}" + (f" ({len(x)})" if count else "")
 
 
 def compare(args: Args, policies, episodes: int, seed: int, gif: str | Path | None = None, device=None,
@@ -107,7 +108,7 @@ def compare(args: Args, policies, episodes: int, seed: int, gif: str | Path | No
 def load_checkpoint(checkpoint: str | Path, device=None) -> tuple[Args, torch.nn.ModuleDict]:
     """The settings and the trained policies of a checkpoint (on ``device``, default CUDA if usable)."""
     state = torch.load(checkpoint, map_location="cpu", weights_only=False)
-    args = Args(**state["args"])
+    args = dataclasses.replace(Args(**state["args"]), device=device)  # where it runs now, not where it trained
     probe = make_env(args, num_envs=1, device=device)
     groups = [g for g in probe.groups if any(k.startswith(f"{g}.") for k in state["policies"])]
     policies = make_policies(probe, groups, args.hidden)

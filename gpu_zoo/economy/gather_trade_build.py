@@ -221,6 +221,15 @@ class EconomyParams:
         return 2 + 4 * self.num_prices + 4
 
 
+def worker_action_meanings(p: EconomyParams) -> list[str]:
+    """Name of each worker action index: ``noop``, ``build``, ``bid_stone_3``, ``ask_wood_0``, ``move_up``..."""
+    out = ["noop", "build"]
+    for res in ("stone", "wood"):
+        for side in ("bid", "ask"):
+            out += [f"{side}_{res}_{q}" for q in range(p.num_prices)]
+    return out + ["move_left", "move_right", "move_up", "move_down"]
+
+
 def groups(p: EconomyParams) -> tuple[Group, ...]:
     P, n, V = p.num_prices, p.num_workers, 2 * p.obs_range + 1
     worker_obs = (
@@ -250,10 +259,10 @@ def fields(p: EconomyParams) -> tuple[Field, ...]:
     A = n + 1
     base = tile_codes(LAYOUTS[p.layout]) if p.layout in LAYOUTS else None
     return (
-        Field("base", "u8", (H, W), "the named layout's tile codes", init=base),
-        Field("tile", "u8", (H, W), "tile kind: 0 empty, 1 wood source, 2 stone source, 3 water"),
+        Field("base", "i32", (H, W), "the named layout's tile codes", init=base),
+        Field("tile", "i32", (H, W), "tile kind: 0 empty, 1 wood source, 2 stone source, 3 water"),
         Field("res", "u8", (H, W), "1 if the source tile holds its unit"),
-        Field("house", "u8", (H, W), "owner + 1 of the house on the tile, 0 if none"),
+        Field("house", "i32", (H, W), "owner + 1 of the house on the tile, 0 if none"),
         Field("row", "i32", (A,), "worker row (0 at the top); -1 for the planner"),
         Field("col", "i32", (A,), "worker column; -1 for the planner"),
         Field("coin", "f64", (A,), "coin in hand"),
@@ -269,7 +278,7 @@ def fields(p: EconomyParams) -> tuple[Field, ...]:
         Field("last_income", "f64", (A,), "income of the last tax period"),
         Field("last_marginal", "f32", (A,), "marginal rate on the last period's income"),
         Field("sorted_income", "f32", (n,), "last incomes / tax_period, ascending"),
-        Field("order_kind", "u8", (n, 2, M), "open order slots per worker and resource: 0 free, 1 bid, 2 ask"),
+        Field("order_kind", "i32", (n, 2, M), "open order slots per worker and resource: 0 free, 1 bid, 2 ask"),
         Field("order_price", "i32", (n, 2, M), "order price"),
         Field("order_life", "i32", (n, 2, M), "steps the order has rested"),
         Field("price_hist", "f64", (2, P), "traded prices per resource, decayed by 0.995 a step"),

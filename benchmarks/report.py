@@ -89,30 +89,37 @@ def _rate(r: dict) -> str:
     return f"{_fmt(r['env_steps_per_s'])} [{_fmt(lo)} - {_fmt(hi)}]"
 
 
-def headline(records: list[dict]) -> list[str]:
-    """gpu_zoo / best peer at each size both ran (same workload, agents and num_envs), GPU against GPU.
+def _machine_of(r: dict) -> str:
+    m = r["machine"]
+    return m.get("gpu") or f"CPU only, {m['cpu_count']} cores ({m['host']})"
 
-    CPU-only peers (MPE2, SuperSuit) count at their own best size against each of our GPU sizes.
+
+def headline(records: list[dict], device: str) -> list[str]:
+    """gpu_zoo / best peer at each size both ran (same machine, workload, agents and num_envs).
+
+    ``device="cuda"`` sets our GPU rows against GPU peers; CPU-only peers (MPE2, SuperSuit) count
+    at their own best size against every size of ours, as they cannot batch on a device.
     """
-    ok = [r for r in records if r["status"] == "ok" and r.get("env_steps_per_s") and r["device"] == "cuda"]
-    ok += [r for r in records
-           if r["status"] == "ok" and r.get("env_steps_per_s") and r["system"] in ("mpe2", "supersuit")]
-    ours = {(r["workload"], agents_of(r), r["num_envs"]): r for r in ok if r["system"] == "gpu_zoo"}
+    ok = [r for r in records if r["status"] == "ok" and r.get("env_steps_per_s")]
+    ours = {(_machine_of(r), r["workload"], agents_of(r), r["num_envs"]): r for r in ok
+            if r["system"] == "gpu_zoo" and r["device"] == device}
     lines = []
-    for (workload, agents, n), mine in sorted(ours.items(), key=lambda kv: (kv[0][0], kv[0][1] or 0, kv[0][2])):
-        peers = [r for r in ok if r["system"] != "gpu_zoo" and r["workload"] == workload and agents_of(r) == agents
-                 and (r["num_envs"] == n or r["system"] in ("mpe2", "supersuit"))]
+    for (machine, workload, agents, n), mine in sorted(ours.items(), key=lambda kv: (kv[0][1], kv[0][2] or 0,
+                                                                                     kv[0][3])):
+        peers = [r for r in ok if r["system"] != "gpu_zoo" and _machine_of(r) == machine
+                 and r["workload"] == workload and agents_of(r) == agents
+                 and ((r["device"] == device and r["num_envs"] == n) or r["system"] in ("mpe2", "supersuit"))]
         if not peers:
             continue
         best = max(peers, key=lambda r: r["env_steps_per_s"])
         ratio = mine["env_steps_per_s"] / best["env_steps_per_s"]
-        size = "" if best["num_envs"] == n else f" ({best['num_envs']} envs, {_where(best)})"
-        lines.append(f"| {workload} | {n} x {agents} | {_rate(mine)} | {SYSTEM_NAMES.get(best['system'])}{size} "
-                     f"| {_rate(best)} | **{ratio:.3g}x** |")
+        size = "" if best["num_envs"] == n else f" ({best['num_envs']} envs)"
+        lines.append(f"| {machine} | {workload} | {n} x {agents} | {_rate(mine)} | "
+                     f"{SYSTEM_NAMES.get(best['system'])}, {_where(best)}{size} | {_rate(best)} | **{ratio:.3g}x** |")
     if not lines:
         return []
-    return ["| workload | num_envs x agents | gpu_zoo (GPU): median [min - max] env-steps/s | best peer | "
-            "its env-steps/s | ratio |", "| --- | --- | --- | --- | --- | --- |", *lines]
+    return [f"| machine | workload | num_envs x agents | gpu_zoo ({device}): median [min - max] env-steps/s "
+            "| best peer | its env-steps/s | ratio |", "| --- | --- | --- | --- | --- | --- | --- |", *lines]
 
 
 def _plot(path: Path, title: str, xlabel: str, series: dict[str, list[tuple[float, float]]]):
@@ -121,17 +128,20 @@ def _plot(path: Path, title: str, xlabel: str, series: dict[str, list[tuple[floa
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(7, 4.2))
-    for name, pts in sorted(series.items()):
+    fig, ax = plt.subplots(figsize=(10, 4.8))
+    colors = plt.get_cmap("tab20").colors
+    for i, (name, pts) in enumerate(sorted(series.items())):
         pts = sorted(pts)
-        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=name)
+        ours = name.startswith("gpu_zoo")
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=name, color=colors[i % len(colors)],
+                linestyle="--" if "(cpu" in name else "-", linewidth=2.8 if ours else 1.4, zorder=3 if ours else 2)
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel(xlabel)
     ax.set_ylabel("env-steps/s")
     ax.set_title(title)
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5))
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -155,11 +165,17 @@ def _bars(path: Path, title: str, bars: dict[str, float]):
     plt.close(fig)
 
 
+def _machine_short(r: dict) -> str:
+    m = r["machine"]
+    return f"{m['gpu'].replace('NVIDIA ', '')} host" if m.get("gpu") else f"{m['cpu_count']}-core host"
+
+
 def _series(records, x) -> dict[str, list[tuple[float, float]]]:
     out = defaultdict(list)
     for r in records:
         if r["status"] == "ok" and r.get("env_steps_per_s"):
-            out[f"{SYSTEM_NAMES.get(r['system'], r['system'])} ({_where(r)})"].append((x(r), r["env_steps_per_s"]))
+            name = f"{SYSTEM_NAMES.get(r['system'], r['system'])} ({_where(r)}, {_machine_short(r)})"
+            out[name].append((x(r), r["env_steps_per_s"]))
     return out
 
 
@@ -182,6 +198,16 @@ def _machines(records, short: bool = False) -> list[str]:
     return sorted(lines)
 
 
+def _system_notes(records) -> list[str]:
+    """Each system's own description of how it was stepped, from its records."""
+    notes = defaultdict(set)
+    for r in records:
+        if r.get("notes"):
+            notes[SYSTEM_NAMES.get(r["system"], r["system"]) if not r["workload"].startswith("train_")
+                  else "gpu_zoo PPO"].add(r["notes"])
+    return [f"- **{name}**: " + "; ".join(sorted(n)) for name, n in sorted(notes.items())]
+
+
 def write_report(results: str | Path, out: str | Path) -> Path:
     """Writes the page and its plots; returns the page's path."""
     records = load_records(results)
@@ -201,9 +227,14 @@ def write_report(results: str | Path, out: str | Path) -> Path:
              "Actions are random and fixed; auto-resets are included. *roofline* is the bytes one env-step must "
              "move (counted from the env's layout: every field read once, written once if the step changes it) "
              "times env-steps/s, as a fraction of the device-to-device copy bandwidth measured in the same process.",
-             "", "## Headline: gpu_zoo / best peer", ""]
-    lines += headline(records) or ["No workload has both a gpu_zoo and a peer measurement yet."]
-    lines += ["", "## Runs", "", *_machines(records), ""]
+             "", "## Headline: gpu_zoo / best peer", "",
+             "Each row sets one of our measurements against the fastest other system measured on the same "
+             "machine for the same workload and size.", "", "### GPU", ""]
+    lines += headline(records, "cuda") or ["No GPU workload has both a gpu_zoo and a peer measurement yet."]
+    lines += ["", "### CPU", ""]
+    lines += headline(records, "cpu") or ["No CPU workload has both a gpu_zoo and a peer measurement yet."]
+    lines += ["", "## How each system is driven", "", *_system_notes(records), ""]
+    lines += ["## Runs", "", *_machines(records), ""]
     plots = {
         "simple_tag": ("num_envs", lambda r: r["num_envs"]),
         "tag_continuous": ("agents per env", agents_of),

@@ -77,6 +77,10 @@ def test_report_renders_tables_and_plots(tiny_run, tmp_path):
     for heading in ("## MPE simple_tag", "## Tag continuous", "## Tag gridworld", "## End-to-end training"):
         assert heading in text
     assert records[0]["machine"]["command"] in text
+    if any(r["system"] == "mpe2" and r["status"] == "ok" for r in records):
+        # The CPU headline sets our 8 envs against the fastest peer on this machine.
+        cpu = text.split("### CPU", 1)[1].split("##", 1)[0]
+        assert "| simple_tag | 8 x 4 |" in cpu and "x** |" in cpu
     for png in ("simple_tag.png", "tag_continuous.png", "tag_gridworld.png", "training.png"):
         data = (tmp_path / "docs" / "benchmarks" / png).read_bytes()
         assert data[:8] == b"\x89PNG\r\n\x1a\n"

@@ -14,6 +14,13 @@ WORKLOADS = {
     "tag_gridworld": "Tag gridworld (one runner, 100 x 100 grid, 100-step episodes)",
     "gather_trade_build": "Gather-trade-build",
 }
+# What a reader needs to compare the rows of a workload fairly.
+WORKLOAD_NOTES = {
+    "simple_tag": "gpu_zoo's simple_tag_v3 keeps positions and velocities in float64, as MPE2 does, so its "
+                  "observations match MPE2's bit for bit; JaxMARL and VMAS step in float32.",
+    "tag_continuous": "WarpDrive runs one thread per agent in one block per env; it cannot launch more agents "
+                      "per env than its kernel's registers allow (recorded as *unsupported*).",
+}
 SYSTEM_NAMES = {"gpu_zoo": "gpu_zoo", "mpe2": "MPE2 (1 core)", "supersuit": "MPE2 + SuperSuit vec env",
                 "vmas": "VMAS", "jaxmarl": "JaxMARL jit(vmap) per step", "jaxmarl_scan": "JaxMARL in lax.scan",
                 "warpdrive": "WarpDrive 2.7.1 (numba)"}
@@ -147,7 +154,8 @@ def _plot(path: Path, title: str, xlabel: str, series: dict[str, list[tuple[floa
     plt.close(fig)
 
 
-def _bars(path: Path, title: str, bars: dict[str, float]):
+def _bars(path: Path, title: str, bars: dict[str, float], xlabel: str = "env-steps/s (rollout + PPO update)",
+          log: bool = True):
     import matplotlib
 
     matplotlib.use("Agg")
@@ -156,8 +164,9 @@ def _bars(path: Path, title: str, bars: dict[str, float]):
     fig, ax = plt.subplots(figsize=(7, 0.6 + 0.45 * len(bars)))
     names = sorted(bars)
     ax.barh(names, [bars[n] for n in names])
-    ax.set_xscale("log")
-    ax.set_xlabel("env-steps/s (rollout + PPO update)")
+    if log:
+        ax.set_xscale("log")
+    ax.set_xlabel(xlabel)
     ax.set_title(title)
     ax.grid(True, axis="x", which="both", alpha=0.3)
     fig.tight_layout()
@@ -234,6 +243,16 @@ def write_report(results: str | Path, out: str | Path) -> Path:
     lines += ["", "### CPU", ""]
     lines += headline(records, "cpu") or ["No CPU workload has both a gpu_zoo and a peer measurement yet."]
     lines += ["", "## How each system is driven", "", *_system_notes(records), ""]
+    roof = {f"{r['workload']} {r['num_envs']} x {agents_of(r)}": r["roofline"]["fraction_of_copy"]
+            for r in records if r["status"] == "ok" and r["system"] == "gpu_zoo" and r.get("roofline")}
+    if roof:
+        _bars(img_dir / "roofline.png", "gpu_zoo (GPU): bytes moved / copy bandwidth", roof,
+              "fraction of the copy bandwidth measured in the same process", log=False)
+        lines += ["## Roofline", "", "How close each of our GPU rows comes to moving memory as fast as a plain copy "
+                  "(columns *GB/s moved* and *of copy BW* in the tables; the layout's bytes per env-step are in "
+                  "each record's `bytes_per_env_step`). Rows far below 1 are bound by launch latency (few envs) "
+                  "or by arithmetic and synchronisation inside the step (k-nearest search, many agents).", "",
+                  f"![roofline]({img_dir.name}/roofline.png)", ""]
     lines += ["## Runs", "", *_machines(records), ""]
     plots = {
         "simple_tag": ("num_envs", lambda r: r["num_envs"]),
@@ -245,6 +264,8 @@ def write_report(results: str | Path, out: str | Path) -> Path:
         if not rs:
             continue
         lines += [f"## {title}", ""]
+        if workload in WORKLOAD_NOTES:
+            lines += [WORKLOAD_NOTES[workload], ""]
         if workload in plots:
             xlabel, x = plots[workload]
             png = img_dir / f"{workload}.png"

@@ -81,6 +81,8 @@ def test_report_renders_tables_and_plots(tiny_run, tmp_path):
         # The CPU headline sets our 8 envs against the fastest peer on this machine.
         cpu = text.split("### CPU", 1)[1].split("##", 1)[0]
         assert "| simple_tag | 8 x 4 |" in cpu and "x** |" in cpu
+    # The roofline figure needs GPU rows; CPU runs have none.
+    assert "roofline.png" not in text
     for png in ("simple_tag.png", "tag_continuous.png", "tag_gridworld.png", "training.png"):
         data = (tmp_path / "docs" / "benchmarks" / png).read_bytes()
         assert data[:8] == b"\x89PNG\r\n\x1a\n"

@@ -12,6 +12,7 @@ PZ_CONFIGS = {
     "tag_continuous_v0": TAG_SMALL,
     "tag_gridworld_v0": GRID_SMALL,
     "simple_tag_v3": dict(max_cycles=10),
+    "gather_trade_build_v0": dict(max_cycles=60, tax_period=10),
 }
 
 

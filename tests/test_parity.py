@@ -9,7 +9,7 @@ import torch
 
 import gpu_zoo
 from gpu_zoo.core.batched import BatchedEnv
-from tests.helpers import GRID_SMALL
+from tests.helpers import GRID_SMALL, PZ_CONFIGS
 
 CASES = {
     "tag_full": ("tag_continuous_v0", dict(num_taggers=2, num_runners=3, max_cycles=6, tagging_distance=0.15)),
@@ -20,6 +20,7 @@ CASES = {
                                               use_full_observation=False)),
     "simple_tag": ("simple_tag_v3", dict(num_good=2, num_adversaries=2, num_obstacles=1, max_cycles=5)),
     "simple_tag_box": ("simple_tag_v3", dict(max_cycles=4, continuous_actions=True)),
+    "economy": ("gather_trade_build_v0", PZ_CONFIGS["gather_trade_build_v0"]),
 }
 
 
@@ -43,7 +44,7 @@ def test_cpu_and_cuda_targets_agree(case, cuda_device):
     gpu.reset(seed=11)
     assert_same_state(cpu, gpu, "after reset")
     gen = torch.Generator().manual_seed(3)
-    for t in range(12):
+    for t in range(max(12, kw.get("max_cycles", 0) + 2)):
         acts = cpu.sample_actions(gen)
         cpu.step(acts)
         gpu.step({g: a.to(cuda_device) for g, a in acts.items()})

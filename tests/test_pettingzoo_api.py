@@ -6,12 +6,13 @@ import numpy as np
 import pytest
 from pettingzoo.test import api_test, max_cycles_test, parallel_api_test, parallel_seed_test, render_test
 
+from gpu_zoo.economy import gather_trade_build_v0
 from gpu_zoo.tag import simple_tag_v3, tag_continuous_v0, tag_gridworld_v0
 from tests.helpers import PZ_CONFIGS, TAG_SMALL
 
 MODULES = {name: (mod, PZ_CONFIGS[name]) for name, mod in
            (("tag_continuous_v0", tag_continuous_v0), ("tag_gridworld_v0", tag_gridworld_v0),
-            ("simple_tag_v3", simple_tag_v3))}
+            ("simple_tag_v3", simple_tag_v3), ("gather_trade_build_v0", gather_trade_build_v0))}
 
 
 CHECKS = {

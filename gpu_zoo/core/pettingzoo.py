@@ -124,12 +124,22 @@ class GpuZooParallelEnv(ParallelEnv):
         return arr
 
     def _infos(self, agents) -> dict[str, dict]:
-        """Per agent: ``action_mask`` (int8, 1 = feasible) for masked groups, as PettingZoo's envs do."""
+        """Per agent: ``action_mask`` for masked groups, in the form ``action_space.sample(mask)`` takes.
+
+        An int8 array (1 = feasible) for Discrete actions; for MultiDiscrete, a tuple of one such
+        array per dimension.
+        """
         masks = {g: m[0].cpu().numpy().astype(np.int8) for g, m in self._env.action_masks.items()}
         infos = {}
         for a in agents:
             g, i, _ = self._slots[a]
-            infos[a] = {"action_mask": masks[g][i]} if g in masks else {}
+            if g not in masks:
+                infos[a] = {}
+                continue
+            mask, space = masks[g][i], self._act_spaces[a]
+            if isinstance(space, gymnasium.spaces.MultiDiscrete):
+                mask = tuple(np.split(mask, np.cumsum(space.nvec)[:-1]))
+            infos[a] = {"action_mask": mask}
         return infos
 
     def _observations(self, agents) -> dict[str, np.ndarray]:

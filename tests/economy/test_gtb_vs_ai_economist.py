@@ -1,0 +1,141 @@
+"""gather_trade_build_v0 against the ai-economist package: map, action indices, spaces, and the
+social-welfare, utility and tax math on random inputs (computed by our kernels).
+
+The package pins ancient dependencies; it is installed with ``pip install --no-deps
+ai-economist==1.7.1`` beside ``lz4 pycryptodome GPUtil`` (the Makefile does it).
+"""
+
+import contextlib
+import io
+
+import numpy as np
+import pytest
+import torch
+
+from gpu_zoo.economy.gather_trade_build import EconomyParams, worker_action_meanings
+from gpu_zoo.economy.layouts import TILE_STONE, TILE_WATER, TILE_WOOD
+from tests.economy.helpers import ECON_SMALL, NOOP, act, staged
+
+with contextlib.redirect_stdout(io.StringIO()):  # it prints a GPU census on import
+    foundation = pytest.importorskip("ai_economist.foundation")
+    from ai_economist.foundation.scenarios.utils import rewards as aie_rewards
+    from ai_economist.foundation.scenarios.utils import social_metrics
+
+AIE_CONFIG = dict(
+    scenario_name="layout_from_file/simple_wood_and_stone",
+    components=[
+        ("Build", dict(build_labor=10, payment=10, payment_max_skill_multiplier=3, skill_dist="pareto")),
+        ("ContinuousDoubleAuction", dict(max_bid_ask=10, max_num_orders=5, order_duration=50, order_labor=0.25)),
+        ("Gather", dict(collect_labor=1, move_labor=1, skill_dist="pareto")),
+        ("PeriodicBracketTax", dict(bracket_spacing="us-federal", disable_taxes=False, period=100, rate_disc=0.05,
+                                    tax_model="model_wrapper", usd_scaling=1000)),
+    ],
+    energy_cost=0.21, energy_warmup_constant=0, env_layout_file="quadrant_25x25_20each_30clump.txt",
+    episode_length=1000, flatten_masks=True, flatten_observations=True, isoelastic_eta=0.23,
+    multi_action_mode_agents=False, multi_action_mode_planner=True, n_agents=4, planner_gets_spatial_info=False,
+    planner_reward_type="coin_eq_times_productivity", starting_agent_coin=0, world_size=[25, 25],
+)
+
+
+@pytest.fixture(scope="module")
+def aie_env():
+    with contextlib.redirect_stdout(io.StringIO()):
+        env = foundation.make_env_instance(**AIE_CONFIG, seed=1)
+        obs = env.reset()
+    return env, obs
+
+
+def test_map_layout_matches(aie_env):
+    env, _ = aie_env
+    ours = staged()
+    tile, res = ours.state.tile[0].numpy(), ours.state.res[0].numpy()
+    maps = env.world.maps
+    np.testing.assert_array_equal(maps.get("WoodSourceBlock") > 0, tile == TILE_WOOD)
+    np.testing.assert_array_equal(maps.get("StoneSourceBlock") > 0, tile == TILE_STONE)
+    np.testing.assert_array_equal(maps.get("Water") > 0, tile == TILE_WATER)
+    # every source starts full, in both
+    np.testing.assert_array_equal(maps.get("Wood") > 0, (tile == TILE_WOOD) & (res == 1))
+    np.testing.assert_array_equal(maps.get("Stone") > 0, (tile == TILE_STONE) & (res == 1))
+
+
+def test_worker_action_indices_match(aie_env):
+    env, _ = aie_env
+    agent = env.world.agents[0]
+    moves = {1: "move_left", 2: "move_right", 3: "move_up", 4: "move_down"}
+    theirs = ["noop"]
+    for index in range(1, len(agent.single_action_map) + 1):
+        name, n = agent.single_action_map[index]
+        if name == "Build":
+            theirs.append("build")
+        elif name == "Gather":
+            theirs.append(moves[n])
+        else:
+            side, res = name.split(".")[1].split("_")
+            theirs.append(f"{'bid' if side == 'Buy' else 'ask'}_{res.lower()}_{n - 1}")
+    assert worker_action_meanings(EconomyParams()) == theirs
+
+
+def test_spaces_and_masks_match_in_size(aie_env):
+    env, obs = aie_env
+    ours = staged()
+    assert ours.single_action_space("worker").n == obs["0"]["action_mask"].size == 50
+    assert env.world.planner.action_spaces.tolist() == list(ours.single_action_space("planner").nvec)
+    assert obs["p"]["action_mask"].size == ours.action_masks["planner"].shape[-1] == 154
+    flat = ours.layout.groups["worker"].group.obs_size - 9 * 121
+    assert obs["0"]["flat"].size == flat == 136
+    planner = ours.layout.groups["planner"].group.obs_size
+    assert obs["p"]["flat"].size + sum(obs["p"][f"p{i}"].size for i in range(4)) == planner == 110
+
+
+def test_utility_and_welfare_match_on_random_coin_and_labor():
+    env = staged(num_envs=16, seed=3)
+    s = env.state
+    gen = torch.Generator().manual_seed(0)
+    coin = (torch.rand(16, 4, generator=gen, dtype=torch.float64) ** 3) * 300
+    coin[0] = 0.0  # everyone broke: gini of zeros
+    coin[1] = torch.tensor([0.0, 0.0, 0.0, 50.0], dtype=torch.float64)
+    s.coin[:, :4] = coin
+    s.labor[:, :4] = torch.rand(16, 4, generator=gen, dtype=torch.float64) * 200
+    act(env, [NOOP] * 4)
+    labor = s.labor[:, :4].numpy()
+    for e in range(16):
+        c = coin[e].numpy()
+        expect = aie_rewards.isoelastic_coin_minus_labor(c, labor[e], 0.23, 0.21)
+        np.testing.assert_allclose(s.util[e, :4].numpy(), expect, rtol=1e-6, atol=1e-6)
+        assert float(s.util[e, 4]) == pytest.approx(aie_rewards.coin_eq_times_productivity(c, 1.0), rel=1e-9, abs=1e-9)
+        if c.sum() > 0:  # welfare = (1 - gini) x mean coin
+            gini = 1 - float(s.util[e, 4]) / c.mean()
+            assert gini == pytest.approx(social_metrics.get_gini(c), rel=1e-9, abs=1e-9)
+
+
+def test_bracket_taxes_match_on_random_incomes(aie_env):
+    env, _ = aie_env
+    tax = type(env.get_component("PeriodicBracketTax"))(env.world, 1000, tax_model="model_wrapper", period=10)
+    ours = staged(num_envs=12, seed=4)
+    s = ours.state
+    gen = torch.Generator().manual_seed(1)
+    actions = torch.randint(1, 22, (12, 1, 7), generator=gen, dtype=torch.int32)
+    ours.step({"worker": torch.zeros_like(ours.actions["worker"]), "planner": actions})
+    for _ in range(8):
+        act(ours, [NOOP] * 4)
+    incomes = torch.rand(12, 4, generator=gen, dtype=torch.float64) ** 2 * 700 - 20
+    s.coin[:, :4] = incomes.clamp(min=0)
+    s.last_coin[:, :4] = incomes.clamp(min=0) - incomes  # a negative income is one below the last tax day
+    before = s.coin[:, :4].clone()
+    act(ours, [NOOP] * 4)
+    for e in range(12):
+        tax.curr_rate_indices = (actions[e, 0] - 1).tolist()
+        due = np.array([tax.taxes_due(float(x)) for x in incomes[e]])
+        paid = np.minimum(before[e].numpy(), due)
+        np.testing.assert_allclose(s.coin[e, :4].numpy(), before[e].numpy() - paid + paid.sum() / 4, rtol=1e-9,
+                                   atol=1e-9)
+        assert float(s.tax_collected[e]) == pytest.approx(paid.sum(), rel=1e-9, abs=1e-9)
+        rates = [float(tax.marginal_rate(float(x))) for x in incomes[e]]
+        np.testing.assert_allclose(s.last_marginal[e, :4].numpy(), rates, rtol=1e-6)
+
+
+def test_our_small_config_is_the_package_config_but_shorter():
+    p = EconomyParams(**ECON_SMALL)
+    assert (p.max_bid_ask, p.max_num_orders, p.order_duration, p.order_labor) == (10, 5, 50, 0.25)
+    assert (p.build_payment, p.payment_max_skill_multiplier, p.build_labor) == (10.0, 3.0, 10.0)
+    assert (p.isoelastic_eta, p.energy_cost, p.resource_regen_prob) == (0.23, 0.21, 0.01)

@@ -18,6 +18,9 @@ $(VENV)/.ready: pyproject.toml
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -c "import torch" 2>/dev/null || $(BIN)/python -m pip install -q "$(TORCH)"
 	$(BIN)/python -m pip install -q -e ".[dev,docs]"
+	# The AI Economist, the reference for gpu_zoo.economy's tests: it pins NumPy 1.21 and friends,
+	# which would downgrade the venv, so it comes without its dependencies (it runs on today's).
+	$(BIN)/python -m pip install -q --no-deps "ai-economist==1.7.1"
 	touch $@
 
 run: $(VENV)/.ready

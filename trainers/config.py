@@ -119,13 +119,16 @@ def field_docs() -> dict[str, str]:
 
 
 # ------------------------------------------------------------------------ presets
-# Small configurations that train in minutes. `make run` trains the gridworld one: about four
-# minutes on a 2-core CPU, where the taggers' return doubles against random taggers.
+# Small configurations that train in minutes. `make run` trains the gridworld one: 3 to 5 minutes
+# on a 2-core CPU, after which the taggers catch both runners in nearly every episode.
 PRESETS: dict[str, Args] = {
-    # Two taggers learn to catch two runners that move at random on an 11 x 11 grid.
+    # Two taggers learn to catch two runners that move at random on an 11 x 11 grid. Their
+    # return climbs to about 13 (one runner caught) within 1M env-steps, then to about 20 (both
+    # caught, in a quarter of the time random taggers take) at around 4M.
     "tag_gridworld_v0": Args(
         env_id="tag_gridworld_v0", env_kwargs=dict(num_taggers=2, num_runners=2, grid_length=10, max_cycles=50),
-        num_envs=256, num_steps=64, total_env_steps=4_000_000, train_groups="tagger", checkpoint_every=20),
+        num_envs=256, num_steps=64, total_env_steps=8_000_000, learning_rate=1e-3, num_minibatches=8,
+        train_groups="tagger", checkpoint_every=20),
     # Two taggers against three random runners in a small arena with a generous tagging radius.
     # Learning is slow here: an agent observes the others' positions in the arena's frame but not
     # its own heading, so a memoryless policy cannot steer straight at a runner.

@@ -92,6 +92,8 @@ def env_cases(device: str, sizes: str) -> list[Case]:
     for n, kw in t["tag_gridworld"]:
         cases += [Case("tag_gridworld", s, device, n, kw) for s in ("gpu_zoo", "warpdrive")]
     cases += [Case(GTB, "gpu_zoo", device, n) for n in t[GTB]]
+    if t[GTB]:
+        cases.append(Case(GTB, "ai_economist", "cpu", 1))
     return cases
 
 

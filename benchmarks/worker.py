@@ -35,6 +35,10 @@ def run_case(case: Case, tiny: bool) -> dict:
         from benchmarks.peers import mpe2
 
         return mpe2.measure_single(**t)
+    if case.system == "ai_economist":
+        from benchmarks.peers import ai_economist
+
+        return ai_economist.measure_single(**t)
     if case.system == "supersuit":
         from benchmarks.peers import mpe2
 

@@ -46,7 +46,7 @@ def test_conservation_and_feasibility_over_a_random_episode(seed, masked, trade_
     s = env.state
     s.gather_bonus[:] = 0.0  # one unit per collection: goods are countable from the map
     gen = torch.Generator().manual_seed(seed % 2**31)
-    for step in range(59):  # one episode of 60 steps (the 60th resets)
+    for _ in range(59):  # one episode of 60 steps (the 60th resets)
         acts = env.sample_actions(gen)
         if not masked:  # anything at all, infeasible included: must be a no-op
             acts["worker"] = torch.randint(0, 50, acts["worker"].shape, generator=gen, dtype=torch.int32)

@@ -7,7 +7,17 @@ import torch
 
 from gpu_zoo.economy.layouts import TILE_EMPTY, TILE_WOOD
 from tests.economy.helpers import (
-    ASK_STONE, BID_STONE, BID_WOOD, BUILD, DOWN, LEFT, NOOP, RIGHT, UP, act, staged,
+    ASK_STONE,
+    BID_STONE,
+    BID_WOOD,
+    BUILD,
+    DOWN,
+    LEFT,
+    NOOP,
+    RIGHT,
+    UP,
+    act,
+    staged,
 )
 
 STONE, WOOD = 0, 1
@@ -197,8 +207,10 @@ def test_orders_are_capped_per_resource_and_need_funds_or_goods():
 
 # ------------------------------------------------------------------ taxes
 def test_bracket_taxes_and_equal_redistribution_by_hand():
-    """Rates (.1, .05, 0, 0, 1, .5, .2) on incomes 5, 30, 100, 600 coin (cutoffs 0, 9.7, 39.475,
-    84.2, 160.725, 204.1, 510.3): taxes .5, 1.985, 2.45875 and 216.87375."""
+    """Rates (.1, .05, 0, 0, 1, .5, .2) on incomes 5, 30, 100, 600 coin, by hand.
+
+    Cutoffs 0, 9.7, 39.475, 84.2, 160.725, 204.1, 510.3: taxes .5, 1.985, 2.45875 and 216.87375.
+    """
     env = staged()
     s = env.state
     act(env, [NOOP] * 4, planner=[3, 2, 1, 1, 21, 11, 5])
@@ -262,4 +274,4 @@ def test_random_layouts_differ_per_env_and_replay_per_seed():
     assert torch.equal(env.state.tile, tiles)
     rows, cols = env.state.row[:, :4].long(), env.state.col[:, :4].long()
     for e in range(3):
-        assert all(int(tiles[e, r, c]) != 3 for r, c in zip(rows[e], cols[e]))
+        assert all(int(tiles[e, r, c]) != 3 for r, c in zip(rows[e], cols[e], strict=True))

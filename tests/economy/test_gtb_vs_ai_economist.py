@@ -1,5 +1,7 @@
-"""gather_trade_build_v0 against the ai-economist package: map, action indices, spaces, and the
-social-welfare, utility and tax math on random inputs (computed by our kernels).
+"""gather_trade_build_v0 against the ai-economist package.
+
+The map, action indices and spaces, and the social-welfare, utility and tax math on random inputs
+(computed by our kernels).
 
 The package pins ancient dependencies; it is installed with ``pip install --no-deps
 ai-economist==1.7.1`` beside ``lz4 pycryptodome GPUtil`` (the Makefile does it).
@@ -21,20 +23,7 @@ with contextlib.redirect_stdout(io.StringIO()):  # it prints a GPU census on imp
     from ai_economist.foundation.scenarios.utils import rewards as aie_rewards
     from ai_economist.foundation.scenarios.utils import social_metrics
 
-AIE_CONFIG = dict(
-    scenario_name="layout_from_file/simple_wood_and_stone",
-    components=[
-        ("Build", dict(build_labor=10, payment=10, payment_max_skill_multiplier=3, skill_dist="pareto")),
-        ("ContinuousDoubleAuction", dict(max_bid_ask=10, max_num_orders=5, order_duration=50, order_labor=0.25)),
-        ("Gather", dict(collect_labor=1, move_labor=1, skill_dist="pareto")),
-        ("PeriodicBracketTax", dict(bracket_spacing="us-federal", disable_taxes=False, period=100, rate_disc=0.05,
-                                    tax_model="model_wrapper", usd_scaling=1000)),
-    ],
-    energy_cost=0.21, energy_warmup_constant=0, env_layout_file="quadrant_25x25_20each_30clump.txt",
-    episode_length=1000, flatten_masks=True, flatten_observations=True, isoelastic_eta=0.23,
-    multi_action_mode_agents=False, multi_action_mode_planner=True, n_agents=4, planner_gets_spatial_info=False,
-    planner_reward_type="coin_eq_times_productivity", starting_agent_coin=0, world_size=[25, 25],
-)
+from benchmarks.peers.ai_economist import CONFIG as AIE_CONFIG  # noqa: E402
 
 
 @pytest.fixture(scope="module")

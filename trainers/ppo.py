@@ -111,6 +111,9 @@ class Trainer:
         self.rank = rank
         torch.manual_seed(args.seed + rank)
         self.env = env if env is not None else make_env(args)
+        if self.env.num_envs != args.num_envs:
+            raise ValueError(f"the env has {self.env.num_envs} environments but args.num_envs is {args.num_envs}; "
+                             "a rank's shard is described by its own Args")
         self.device = self.env.device
         trained = args.trained_groups or self.env.groups
         unknown = set(trained) - set(self.env.groups)

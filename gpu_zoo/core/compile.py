@@ -87,12 +87,14 @@ class _Stages:
     def __init__(self):
         self.items: list[tuple[str, object, bool]] = []
         self.imports: dict[str, tuple[str, str]] = {}
+        self.per_obs: set[str] = set()
 
     def add(self, phase, guard: bool = False):
         mod, name = _qualified(phase.fn)
         alias = f"_{mod.replace('.', '_')}__{name}"
         self.imports[alias] = (mod, name)
         if isinstance(phase, PerObs):
+            self.per_obs.add(alias)
             self.elem("obs", f"{alias}(s, p, e, a, i)", guard)
         elif isinstance(phase, PerItem):
             self.items.append(("item", (alias, phase.count), guard))
@@ -176,9 +178,13 @@ def _cpu_elem_helper(name: str, target: str, value: str, layout: Layout) -> str:
     return "\n".join(out)
 
 
-def _cpu_body(name: str, stages: _Stages, layout: Layout) -> str:
+def _cpu_body(name: str, stages: _Stages, layout: Layout, helpers: dict) -> str:
+    """The parallel CPU driver of one kernel.
+
+    Element stages become functions in ``helpers``, shared by the module's kernels: a stage that
+    appears in both (the observation) is compiled once.
+    """
     A = layout.num_agents
-    helpers = []
     # The state tuple is built inside the loop: a namedtuple crossing into a parfor body fails to lower.
     out = ["@njit(parallel=True, cache=True, _nrt=False, error_model='numpy')", f"def {name}({_args(layout)}):",
            "    for e in prange(f_t.shape[0]):", f"        s = {_state(layout)}",
@@ -195,10 +201,10 @@ def _cpu_body(name: str, stages: _Stages, layout: Layout) -> str:
         elif kind == "item":
             out += [ind + f"for k in range({fn[1]}):", ind + f"    {fn[0]}(s, p, e, k)"]
         else:
-            helper = f"_{name}_elem{len(helpers)}"
-            helpers.append(_cpu_elem_helper(helper, *fn, layout))
-            out.append(ind + f"{helper}(s, p, e)")
-    return "\n\n\n".join([*helpers, "\n".join(out)])
+            if fn not in helpers:
+                helpers[fn] = (f"_elem{len(helpers)}", _cpu_elem_helper(f"_elem{len(helpers)}", *fn, layout))
+            out.append(ind + f"{helpers[fn][0]}(s, p, e)")
+    return "\n".join(out)
 
 
 def _cuda_body(name: str, stages: _Stages, layout: Layout, shape: LaunchShape, sim: bool) -> str:
@@ -262,12 +268,18 @@ def generate_source(layout: Layout, target: str, autoreset: bool, shape: LaunchS
         *sorted(f"from {m} import {n} as {a}" for a, (m, n) in imports.items()),
         *(["from gpu_zoo.core.rebuild import rebuild, plain, cuda_device", "_memo = {}"] if cuda else []),
         *(f"{a} = rebuild({a}, {wrap}, _memo)" for a in (sorted(imports) if cuda else ())),
+        # On the CPU an observation function and its helpers are inlined into the element loop: a
+        # call per element, passing the state tuple (every field's array), costs more than most elements.
+        *(["from gpu_zoo.core.rebuild import rebuild, cpu_inline", "_inline = {}"] if not cuda else []),
+        *(f"{a} = rebuild({a}, cpu_inline, _inline)" for a in (() if cuda else sorted(step.per_obs | reset.per_obs))),
         f"State = namedtuple('State', {tuple(layout.fields)!r})",
         f"Params = namedtuple('Params', {tuple(param_names)!r})",
     ]
     parts = ["\n".join(head), params_src]
     if target == "cpu":
-        parts += [_cpu_body("step", step, layout), _cpu_body("reset", reset, layout)]
+        helpers: dict = {}
+        bodies = [_cpu_body("step", step, layout, helpers), _cpu_body("reset", reset, layout, helpers)]
+        parts += [src for _, src in helpers.values()] + bodies
     else:
         parts += [_cuda_body("step", step, layout, shape, sim), _cuda_body("reset", reset, layout, shape, sim)]
     return "\n\n\n".join(parts) + "\n"

@@ -1,4 +1,4 @@
-"""Rebuilding njit functions for another target: the CUDA simulator, or CUDA device functions.
+"""Rebuilding njit functions for another target: the CUDA simulator, CUDA device functions, inlined CPU code.
 
 An env's phase functions are ``numba.njit`` functions that call other njit helpers. For the
 CUDA target each one is rebuilt from its Python code as a force-inlined CUDA device function,
@@ -35,6 +35,14 @@ def rebuild(fn, wrap: Callable, memo: dict):
 
 def plain(fn):
     return fn
+
+
+def cpu_inline(fn):
+    """A CPU twin inlined into its callers at Numba's IR level (no call, no state tuple passed)."""
+    from numba import njit
+
+    return njit(inline="always", _nrt=False, error_model="numpy", no_cpython_wrapper=True,
+                no_cfunc_wrapper=True)(fn)
 
 
 def cuda_device(fn):

@@ -277,10 +277,12 @@ def fields(p: EconomyParams) -> tuple[Field, ...]:
         Field("last_coin", "f64", (A,), "coin (escrow included) after the last tax day"),
         Field("last_income", "f64", (A,), "income of the last tax period"),
         Field("last_marginal", "f32", (A,), "marginal rate on the last period's income"),
+        Field("move_key", "f32", (A,), "this step's random priority of each mover"),
         Field("sorted_income", "f32", (n,), "last incomes / tax_period, ascending"),
         Field("order_kind", "i32", (n, 2, M), "open order slots per worker and resource: 0 free, 1 bid, 2 ask"),
         Field("order_price", "i32", (n, 2, M), "order price"),
         Field("order_life", "i32", (n, 2, M), "steps the order has rested"),
+        Field("book", "i32", (n, 4, P), "open orders per worker: asks (stone, wood), bids (stone, wood), per price"),
         Field("price_hist", "f64", (2, P), "traded prices per resource, decayed by 0.995 a step"),
         Field("tax_idx", "i32", (BRACKETS,), "index of each bracket's rate among 0%, 5%, ..., 100%"),
         Field("tax_rate", "f64", (BRACKETS,), "current marginal rates"),
@@ -692,13 +694,18 @@ def move_one(s, p, e, a):
 
 
 @kernel_fn
+def draw_move_key(s, p, e, a):
+    s.move_key[e, a] = uniform(s, e, a, _D_MOVE_ORDER)
+
+
+@kernel_fn
 def move(s, p, e):
     """Movers one at a time in a random order (ascending random keys, ties by index)."""
     last_key, last_a = np.float32(-1.0), -1
     for _ in range(p.num_workers):
         best_key, best_a = np.float32(2.0), -1
         for a in range(p.num_workers):
-            key = uniform(s, e, a, _D_MOVE_ORDER)
+            key = s.move_key[e, a]
             after = key > last_key or (key == last_key and a > last_a)
             if after and (key < best_key or (key == best_key and a < best_a)):
                 best_key, best_a = key, a
@@ -788,6 +795,22 @@ def sort_incomes(s, p, e):
 
 
 @kernel_fn
+def tally_orders(s, p, e, a):
+    """A worker's open orders counted per (asks stone, asks wood, bids stone, bids wood) and price."""
+    if a >= p.worker_hi:
+        return
+    for block in range(4):
+        for q in range(p.P):
+            s.book[e, a, block, q] = 0
+    for res in range(2):
+        for m in range(p.max_num_orders):
+            kind = s.order_kind[e, a, res, m]
+            if kind != 0:
+                block = res if kind == 2 else 2 + res
+                s.book[e, a, block, s.order_price[e, a, res, m]] += 1
+
+
+@kernel_fn
 def masks(s, p, e, a):
     if a >= p.worker_hi:
         allow = p.tax_kind == 0 and s.tax_pos[e] == 1
@@ -814,22 +837,6 @@ def masks(s, p, e, a):
 
 
 @kernel_fn
-def count_orders(order_kind, order_price, e, res, kind, price, who, mine):
-    """Open orders of one kind and price.
-
-    ``who``'s own (mine) or everyone else's (not mine); ``who = -1`` counts everyone's.
-    """
-    n = 0
-    for a in range(order_kind.shape[1]):
-        if who >= 0 and (a == who) != mine:
-            continue
-        for m in range(order_kind.shape[3]):
-            if order_kind[e, a, res, m] == kind and order_price[e, a, res, m] == price:
-                n += 1
-    return np.float32(n)
-
-
-@kernel_fn
 def market_rate(price_hist, e, res):
     num, den = _F64_ZERO, _F64_ZERO
     for q in range(price_hist.shape[2]):
@@ -839,18 +846,19 @@ def market_rate(price_hist, e, res):
 
 
 @kernel_fn
-def window(s, p, e, a, i):
-    """Egocentric map element: channel i // WIN, cell i % WIN of the V x V window."""
-    ch, cell = i // p.WIN, i % p.WIN
-    r = s.row[e, a] + cell // p.V - p.obs_range
-    c = s.col[e, a] + cell % p.V - p.obs_range
-    if r < 0 or r >= p.height or c < 0 or c >= p.width:
+def window(tile, res, house, row, col, R, e, a, i):
+    """Egocentric map element: channel i // V**2, cell i % V**2 of the V x V window (V = 2R + 1)."""
+    V = 2 * R + 1
+    ch, cell = i // (V * V), i % (V * V)
+    r = row[e, a] + cell // V - R
+    c = col[e, a] + cell % V - R
+    if r < 0 or r >= tile.shape[1] or c < 0 or c >= tile.shape[2]:
         return _ZERO
-    kind = s.tile[e, r, c]
+    kind = tile[e, r, c]
     if ch == 0:
-        return _ONE if kind == TILE_STONE and s.res[e, r, c] else _ZERO
+        return _ONE if kind == TILE_STONE and res[e, r, c] else _ZERO
     if ch == 1:
-        return _ONE if kind == TILE_WOOD and s.res[e, r, c] else _ZERO
+        return _ONE if kind == TILE_WOOD and res[e, r, c] else _ZERO
     if ch == 2:
         return _ONE if kind == TILE_WATER else _ZERO
     if ch == 3:
@@ -859,85 +867,93 @@ def window(s, p, e, a, i):
         return _ONE if kind == TILE_WOOD else _ZERO
     if ch == 5:
         return _ONE
-    h = s.house[e, r, c]
+    h = house[e, r, c]
     if ch == 6:
         return _ONE if h == a + 1 else _ZERO
     if ch == 7:
         return _ONE if h != 0 and h != a + 1 else _ZERO
-    return _ONE if occupied_by_other(s.row, s.col, p.num_workers, e, a, r, c) else _ZERO
+    return _ONE if occupied_by_other(row, col, row.shape[1] - 1, e, a, r, c) else _ZERO
 
 
 @kernel_fn
-def tax_block(s, p, e, j):
+def tax_block(tax_rate, tax_pos, sorted_income, period, e, j):
     """The tax slots shared by both groups: rates (7), first day, tax day, sorted incomes (n)."""
     if j < BRACKETS:
-        return np.float32(s.tax_rate[e, j])
+        return np.float32(tax_rate[e, j])
     j -= BRACKETS
     if j == 0:
-        return _ONE if s.tax_pos[e] == 1 else _ZERO
+        return _ONE if tax_pos[e] == 1 else _ZERO
     if j == 1:
-        return _ONE if s.tax_pos[e] >= p.tax_period else _ZERO
-    return s.sorted_income[e, j - 2]
+        return _ONE if tax_pos[e] >= period else _ZERO
+    return sorted_income[e, j - 2]
 
 
 @kernel_fn
-def price_levels(order_kind, order_price, P, e, j, who, mine):
-    """4P order-book slots: asks (stone, wood) then bids (stone, wood), per price."""
+def price_levels(book, P, e, j, who, mine):
+    """4P order-book slots: asks (stone, wood) then bids (stone, wood), per price.
+
+    ``who``'s own orders (mine) or everyone else's (not mine); ``who = -1`` counts everyone's.
+    """
     block, q = j // P, j % P
-    kind = 2 if block < 2 else 1
-    return count_orders(order_kind, order_price, e, block % 2, kind, q, who, mine)
+    n = 0
+    for a in range(book.shape[1]):
+        if who < 0 or (a == who) == mine:
+            n += book[e, a, block, q]
+    return np.float32(n)
 
 
 @kernel_fn
-def worker_obs(s, p, e, a, i):
-    if i < p.MAP_OBS:
-        return window(s, p, e, a, i)
-    j = i - p.MAP_OBS
-    P, n = p.P, p.num_workers
-    if j == 0:
-        return np.float32(s.build_pay[e, a] / np.float64(p.build_payment))
-    if j == 1:
-        return s.build_skill[e, a]
-    j -= 2
-    if j < 4 * P:
-        return price_levels(s.order_kind, s.order_price, p.P, e, j, a, False)
-    j -= 4 * P
-    if j < 2:
-        return market_rate(s.price_hist, e, j)
-    j -= 2
-    if j < 4 * P:
-        return price_levels(s.order_kind, s.order_price, p.P, e, j, a, True)
-    j -= 4 * P
-    if j < 2 * P:
-        return np.float32(s.price_hist[e, j // P, j % P] * np.float64(0.01))
-    j -= 2 * P
-    if j == 0:
-        return s.gather_bonus[e, a]
-    j -= 1
-    if j < BRACKETS + 2 + n:
-        return tax_block(s, p, e, j)
-    j -= BRACKETS + 2 + n
-    if j == 0:
-        return np.float32(marginal_rate(s.tax_rate, p, e, total_coin(s.coin, s.coin_escrow, e, a) - s.last_coin[e, a]))
-    if j == 1:
-        return np.float32(s.tax_pos[e]) / np.float32(p.tax_period)
-    if j == 2:
-        return np.float32(s.t[e]) / np.float32(p.max_cycles)
-    if j == 3:
-        return np.float32(s.coin[e, a] * np.float64(0.01))
-    if j < 6:
-        return np.float32(s.goods[e, a, j - 4]) * np.float32(0.01)
-    if j == 6:
-        return np.float32(s.col[e, a]) / np.float32(p.width)
-    return np.float32(s.row[e, a]) / np.float32(p.height)
+def observe(s, p, e, a, i):
+    """Element ``i`` of agent ``a``'s observation (the layout is in the module docstring).
 
-
-@kernel_fn
-def planner_obs(s, p, e, i):
+    One function, calling only helpers that take arrays: the CPU kernel inlines it, and a call
+    passing the whole state per element would cost more than the element itself.
+    """
     P, n = p.P, p.num_workers
+    if a < p.worker_hi:
+        if i < p.MAP_OBS:
+            return window(s.tile, s.res, s.house, s.row, s.col, p.obs_range, e, a, i)
+        j = i - p.MAP_OBS
+        if j == 0:
+            return np.float32(s.build_pay[e, a] / np.float64(p.build_payment))
+        if j == 1:
+            return s.build_skill[e, a]
+        j -= 2
+        if j < 4 * P:
+            return price_levels(s.book, P, e, j, a, False)
+        j -= 4 * P
+        if j < 2:
+            return market_rate(s.price_hist, e, j)
+        j -= 2
+        if j < 4 * P:
+            return price_levels(s.book, P, e, j, a, True)
+        j -= 4 * P
+        if j < 2 * P:
+            return np.float32(s.price_hist[e, j // P, j % P] * np.float64(0.01))
+        j -= 2 * P
+        if j == 0:
+            return s.gather_bonus[e, a]
+        j -= 1
+        if j < BRACKETS + 2 + n:
+            return tax_block(s.tax_rate, s.tax_pos, s.sorted_income, p.tax_period, e, j)
+        j -= BRACKETS + 2 + n
+        if j == 0:
+            return np.float32(marginal_rate(s.tax_rate, p, e, total_coin(s.coin, s.coin_escrow, e, a)
+                                            - s.last_coin[e, a]))
+        if j == 1:
+            return np.float32(s.tax_pos[e]) / np.float32(p.tax_period)
+        if j == 2:
+            return np.float32(s.t[e]) / np.float32(p.max_cycles)
+        if j == 3:
+            return np.float32(s.coin[e, a] * np.float64(0.01))
+        if j < 6:
+            return np.float32(s.goods[e, a, j - 4]) * np.float32(0.01)
+        if j == 6:
+            return np.float32(s.col[e, a]) / np.float32(p.width)
+        return np.float32(s.row[e, a]) / np.float32(p.height)
     j = i
     if j < 4 * P:
-        return price_levels(s.order_kind, s.order_price, p.P, e, j, -1, False)
+        return price_levels(s.book, P, e, j, -1, False)
     j -= 4 * P
     if j < 2:
         return market_rate(s.price_hist, e, j)
@@ -946,7 +962,7 @@ def planner_obs(s, p, e, i):
         return np.float32(s.price_hist[e, j // P, j % P] * np.float64(0.01))
     j -= 2 * P
     if j < BRACKETS + 2 + n:
-        return tax_block(s, p, e, j)
+        return tax_block(s.tax_rate, s.tax_pos, s.sorted_income, p.tax_period, e, j)
     j -= BRACKETS + 2 + n
     if j == 0:
         return np.float32(s.tax_pos[e]) / np.float32(p.tax_period)
@@ -955,23 +971,17 @@ def planner_obs(s, p, e, i):
     if j < 5:
         return _ZERO  # the planner's own inventory: it holds nothing
     j -= 5
-    a, k = j // 6, j % 6
+    w, k = j // 6, j % 6
     if k == 0:
-        return np.float32(marginal_rate(s.tax_rate, p, e, total_coin(s.coin, s.coin_escrow, e, a) - s.last_coin[e, a]))
+        return np.float32(marginal_rate(s.tax_rate, p, e, total_coin(s.coin, s.coin_escrow, e, w)
+                                        - s.last_coin[e, w]))
     if k == 1:
-        return np.float32(s.last_income[e, a] / np.float64(p.tax_period))
+        return np.float32(s.last_income[e, w] / np.float64(p.tax_period))
     if k == 2:
-        return s.last_marginal[e, a]
+        return s.last_marginal[e, w]
     if k == 3:
-        return np.float32(s.coin[e, a] * np.float64(0.01))
-    return np.float32(s.goods[e, a, k - 4]) * np.float32(0.01)
-
-
-@kernel_fn
-def observe(s, p, e, a, i):
-    if a < p.worker_hi:
-        return worker_obs(s, p, e, a, i)
-    return planner_obs(s, p, e, i)
+        return np.float32(s.coin[e, w] * np.float64(0.01))
+    return np.float32(s.goods[e, w, k - 4]) * np.float32(0.01)
 
 
 # ------------------------------------------------------------------ render
@@ -1017,9 +1027,9 @@ SPEC = EnvSpec(
     groups=groups,
     fields=fields,
     reset=lambda p: (PerItem(reset_tile, p.height * p.width), PerAgent(reset_agent), PerEnv(reset_env)),
-    step=lambda p: (PerAgent(build), PerAgent(place_order), PerEnv(market), PerEnv(move), PerAgent(collect),
-                    PerEnv(tax), PerItem(regrow, p.height * p.width), PerEnv(rewards)),
-    observe=(PerEnv(sort_incomes), PerAgent(masks), PerObs(observe)),
+    step=lambda p: (PerAgent(build), PerAgent(place_order), PerEnv(market), PerAgent(draw_move_key), PerEnv(move),
+                    PerAgent(collect), PerEnv(tax), PerItem(regrow, p.height * p.width), PerEnv(rewards)),
+    observe=(PerEnv(sort_incomes), PerAgent(tally_orders), PerAgent(masks), PerObs(observe)),
     constants=constants,
     render=render,
     module=__name__,

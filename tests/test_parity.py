@@ -37,7 +37,7 @@ def assert_same_state(cpu: BatchedEnv, other: BatchedEnv, where: str):
 def test_cpu_and_cuda_targets_agree(case, cuda_device):
     env_id, kw = CASES[case]
     spec = gpu_zoo.get_spec(env_id)
-    num_envs = 3
+    num_envs = 2 if env_id == "gather_trade_build_v0" else 3  # the simulator interprets every thread: keep it short
     cpu = BatchedEnv(spec, num_envs, device="cpu", **kw)
     gpu = BatchedEnv(spec, num_envs, device=cuda_device, target="cuda", **kw)
     cpu.reset(seed=11)

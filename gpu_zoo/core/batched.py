@@ -73,7 +73,8 @@ class BatchedEnv:
             if fld.init is not None:
                 view = self.buffers.raw[name]
                 view[:] = torch.tensor(fld.init, dtype=view.dtype, device=self.device).view(fld.shape)
-        self._launcher = Launcher(self.layout, self.buffers, target, autoreset, block)
+        self.state.autoreset[:] = bool(autoreset)
+        self._launcher = Launcher(self.layout, self.buffers, target, block)
         self.target = target
         self.groups = tuple(self.layout.groups)
         self._build_views()

@@ -78,7 +78,11 @@ def _qualified(fn) -> tuple[str, str]:
 
 
 class _Stages:
-    """The ordered stages of a kernel: (kind, what to run, guarded by done?).
+    """The ordered stages of a kernel: (kind, what to run, guard).
+
+    Guards: ``""`` (always), ``"done"`` (the env's episode ended at this step), ``"restart"``
+    (ended, and the env restarts at once: its ``autoreset`` flag, a run-time value, so one
+    compiled kernel serves both the batched face and the PettingZoo one).
 
     Kinds: ``agent``, ``env`` and ``item`` call a phase; ``elem`` assigns ``s.<target>_<group>[e, ai, i]``
     for every observation element of every group, from an expression of ``a``, ``ai`` and ``i``.
@@ -89,7 +93,7 @@ class _Stages:
         self.imports: dict[str, tuple[str, str]] = {}
         self.per_obs: set[str] = set()
 
-    def add(self, phase, guard: bool = False):
+    def add(self, phase, guard: str = ""):
         mod, name = _qualified(phase.fn)
         alias = f"_{mod.replace('.', '_')}__{name}"
         self.imports[alias] = (mod, name)
@@ -101,15 +105,15 @@ class _Stages:
         else:
             self.items.append(("agent" if isinstance(phase, PerAgent) else "env", alias, guard))
 
-    def elem(self, target: str, value: str, guard: bool = False):
+    def elem(self, target: str, value: str, guard: str = ""):
         self.items.append(("elem", (target, value), guard))
 
-    def observe(self, phases, guard: bool = False):
+    def observe(self, phases, guard: str = ""):
         for ph in phases:
             self.add(ph, guard)
 
 
-def _stages(layout: Layout, autoreset: bool) -> tuple[_Stages, _Stages]:
+def _stages(layout: Layout) -> tuple[_Stages, _Stages]:
     spec, E, params = layout.spec, _episode, layout.params
     step_phases, reset_phases, observe_phases = (spec.phases(k, params) for k in ("step", "reset", "observe"))
     step, reset = _Stages(), _Stages()
@@ -120,15 +124,14 @@ def _stages(layout: Layout, autoreset: bool) -> tuple[_Stages, _Stages]:
     step.observe(observe_phases)
     step.add(PerEnv(E.end_env))
     step.add(PerAgent(E.end_agent))
-    step.elem("final_obs", "s.obs_{g}[e, ai, i]", guard=True)
-    step.add(PerAgent(E.save_return), guard=True)
-    step.add(PerEnv(E.finish_env), guard=True)
-    if autoreset:
-        step.add(PerEnv(E.restart_env), guard=True)
-        step.add(PerAgent(E.restart_agent), guard=True)
-        for ph in reset_phases:
-            step.add(ph, guard=True)
-        step.observe(observe_phases, guard=True)
+    step.elem("final_obs", "s.obs_{g}[e, ai, i]", guard="done")
+    step.add(PerAgent(E.save_return), guard="done")
+    step.add(PerEnv(E.finish_env), guard="done")
+    step.add(PerEnv(E.restart_env), guard="restart")
+    step.add(PerAgent(E.restart_agent), guard="restart")
+    for ph in reset_phases:
+        step.add(ph, guard="restart")
+    step.observe(observe_phases, guard="restart")
     reset.add(PerEnv(E.reset_env))
     reset.add(PerAgent(E.reset_agent))
     for ph in reset_phases:
@@ -192,7 +195,7 @@ def _cpu_body(name: str, stages: _Stages, layout: Layout, helpers: dict) -> str:
     for kind, fn, guard in stages.items:
         ind = "        "
         if guard:
-            out.append(ind + "if s.done[e]:")
+            out.append(ind + ("if s.done[e]:" if guard == "done" else "if s.done[e] and s.autoreset[e]:"))
             ind += "    "
         if kind == "agent":
             out += [ind + f"for a in range({A}):", ind + f"    {fn}(s, p, e, a)"]
@@ -216,7 +219,7 @@ def _cuda_body(name: str, stages: _Stages, layout: Layout, shape: LaunchShape, s
            f"    e = cuda.blockIdx.x * {epb} + tid // {tpe}", f"    lane = tid % {tpe}",
            "    ok = e < n_env", "    p = _params(s, min(e, n_env - 1))"]
     for kind, fn, guard in stages.items:
-        cond = "ok and s.done[e]" if guard else "ok"
+        cond = {"": "ok", "done": "ok and s.done[e]", "restart": "ok and s.done[e] and s.autoreset[e]"}[guard]
         if kind == "agent":
             out += [f"    if {cond}:", "        a = lane", f"        while a < {A}:",
                     f"            {fn}(s, p, e, a)", f"            a += {tpe}"]
@@ -250,8 +253,8 @@ def _dependency_hash(stages: list[_Stages]) -> str:
     return h.hexdigest()[:16]
 
 
-def generate_source(layout: Layout, target: str, autoreset: bool, shape: LaunchShape | None) -> str:
-    step, reset = _stages(layout, autoreset)
+def generate_source(layout: Layout, target: str, shape: LaunchShape | None) -> str:
+    step, reset = _stages(layout)
     imports = {**step.imports, **reset.imports}
     sim = target == "cudasim"
     cuda = target != "cpu"
@@ -260,7 +263,7 @@ def generate_source(layout: Layout, target: str, autoreset: bool, shape: LaunchS
             "cuda": "@cuda.jit(device=True, forceinline=True)"}[target]
     params_src, param_names = _params_source(layout, deco)
     head = [
-        f"# gpu_zoo kernels for {layout.spec.id}, target {target}, autoreset {autoreset}, launch {shape}",
+        f"# gpu_zoo kernels for {layout.spec.id}, target {target}, launch {shape}",
         f"# dependencies {_dependency_hash([step, reset])}, numba {numba.__version__}",
         "import numpy as np",
         "from collections import namedtuple",
@@ -285,9 +288,9 @@ def generate_source(layout: Layout, target: str, autoreset: bool, shape: LaunchS
     return "\n\n\n".join(parts) + "\n"
 
 
-def load_kernels(layout: Layout, target: str, autoreset: bool, shape: LaunchShape | None):
+def load_kernels(layout: Layout, target: str, shape: LaunchShape | None):
     """Writes (once) and imports the generated module; returns it (``.step``, ``.reset``)."""
-    src = generate_source(layout, target, autoreset, shape)
+    src = generate_source(layout, target, shape)
     digest = hashlib.sha256(src.encode()).hexdigest()[:20]
     modname = f"gpu_zoo_kernels_{layout.spec.id}_{target}_{digest}"
     if modname in sys.modules:

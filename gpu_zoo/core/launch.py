@@ -47,7 +47,7 @@ class Launcher:
     CUDA tensors, or under Numba's CUDA simulator on CPU tensors when it is enabled).
     """
 
-    def __init__(self, layout: Layout, buffers: Buffers, target: str, autoreset: bool, block: int = 128):
+    def __init__(self, layout: Layout, buffers: Buffers, target: str, block: int = 128):
         self.target = target
         dev = buffers.device
         if target == "cpu":
@@ -71,11 +71,11 @@ class Launcher:
             raise ValueError(f"target must be 'cpu' or 'cuda', got {target!r}")
         self.num_envs = buffers.num_envs
         self._args = buffers.kernel_args(self._to_array)
-        key = (layout.key(), target, autoreset, self.shape)
+        key = (layout.key(), target, self.shape)
         if key not in _loaded:
             t0 = time.perf_counter()
             kind = "cudasim" if target == "cuda" and self.simulator else target
-            _loaded[key] = load_kernels(layout, kind, autoreset, self.shape)
+            _loaded[key] = load_kernels(layout, kind, self.shape)
             self.module = _loaded[key]
             self._warm(buffers)
             compile_seconds[key] = time.perf_counter() - t0

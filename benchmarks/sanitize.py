@@ -1,0 +1,41 @@
+"""Steps every registered env a few times on the GPU, for NVIDIA's compute-sanitizer.
+
+    compute-sanitizer --tool racecheck python -m benchmarks.sanitize [ENV_ID ...]
+    compute-sanitizer --tool memcheck  python -m benchmarks.sanitize [ENV_ID ...]
+
+Small configurations (several launch shapes per env), 37 envs so the last block is partly empty,
+no CUDA graphs (the sanitizer then sees every launch). ``STEPS`` sets the steps per env (9).
+"""
+
+import os
+import sys
+
+import torch
+
+import gpu_zoo
+
+CONFIGS = {
+    "tag_continuous_v0": [dict(num_taggers=2, num_runners=5, max_cycles=4),
+                          dict(num_taggers=2, num_runners=30, max_cycles=4, use_full_observation=False,
+                               num_other_agents_observed=5)],
+    "tag_gridworld_v0": [dict(num_taggers=3, num_runners=2, grid_length=5, max_cycles=4),
+                         dict(max_cycles=4, use_full_observation=False)],
+    "simple_tag_v3": [dict(max_cycles=4), dict(max_cycles=4, continuous_actions=True)],
+    "gather_trade_build_v0": [dict()],
+}
+
+
+def main(env_ids):
+    steps = int(os.environ.get("STEPS", 9))
+    for env_id in env_ids or gpu_zoo.registered_envs():
+        for kw in CONFIGS.get(env_id, [dict(max_cycles=4)]):
+            env = gpu_zoo.make(env_id, num_envs=37, device="cuda", cuda_graph=False, **kw)
+            env.reset(seed=1)
+            for _ in range(steps):
+                env.step(env.sample_actions())
+            torch.cuda.synchronize()
+            print(env_id, kw, "ok", flush=True)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -36,8 +36,12 @@ The vector is feature-major: block ``rel_x`` holds every observed agent's x offs
 | is_tagger | 1 for a tagger |
 | alive | 1 if the other agent is in the game |
 | time | t / max_cycles |
+| own (only with ``observe_own_state=True``) | own x and y / grid_length, speed / max_speed, cos and sin of heading |
 
-An agent out of the game observes zeros from the step after it left.
+An agent out of the game observes zeros from the step after it left. WarpDrive's observation is
+the table without ``own``: every feature is relative to the observer, so the offsets to the
+others are in the arena's frame while the observer's own heading is unknown, and a policy
+without memory cannot tell which way to turn. ``observe_own_state=True`` adds what is missing.
 
 ## Actions
 ``MultiDiscrete([num_acceleration_levels + 1, num_turn_levels + 1])``. Index 0 keeps acceleration
@@ -45,7 +49,7 @@ An agent out of the game observes zeros from the step after it left.
 spaced from the minimum to the maximum.
 
 ## Version history
-- v0: initial release.
+- v0: initial release; ``observe_own_state`` added (off by default: the observation stays WarpDrive's).
 """
 
 from __future__ import annotations
@@ -96,6 +100,7 @@ class TagParams:
     step_reward_for_runner: float = 0.0
     end_of_game_reward_for_runner: float = 1.0
     runner_exits_game_after_tagged: bool = True
+    observe_own_state: bool = False
 
     def __post_init__(self):
         for name in ("num_taggers", "num_runners", "max_cycles", "num_acceleration_levels", "num_turn_levels",
@@ -124,6 +129,8 @@ class TagParams:
 def groups(p: TagParams) -> tuple[Group, ...]:
     k = p.num_observed
     obs = (*(ObsBlock(n, k) for n in FEATURES), ObsBlock("time", 1))
+    if p.observe_own_state:
+        obs += (ObsBlock("own", 5, "own x and y / grid_length, speed / max_speed, cos and sin of heading"),)
     act = gymnasium.spaces.MultiDiscrete([p.num_acceleration_levels + 1, p.num_turn_levels + 1])
     return (Group("tagger", p.num_taggers, obs, act), Group("runner", p.num_runners, obs, act))
 
@@ -334,6 +341,16 @@ def observe(s, p, e, a, i):
         return _ZERO
     if i == 7 * k:
         return np.float32(s.t[e]) / np.float32(p.max_cycles)
+    if i > 7 * k:  # observe_own_state: what the relative features leave out
+        o = i - 7 * k - 1
+        if o == 0:
+            return s.pos_x[e, a] / np.float32(p.grid_length)
+        if o == 1:
+            return s.pos_y[e, a] / np.float32(p.grid_length)
+        if o == 2:
+            return s.speed[e, a] / np.float32(p.max_speed)
+        h = s.heading[e, a]
+        return np.float32(math.cos(h)) if o == 3 else np.float32(math.sin(h))
     f = i // k
     slot = i - f * k
     if p.use_full_observation:

@@ -123,3 +123,20 @@ def test_tagged_runner_gets_a_real_terminal_observation_then_zeros(env):
     obs, *_ = env.step(noop_actions(env))
     assert not obs["runner"][0, 0].any()
     assert obs["runner"][0, 1].any()
+
+
+def test_own_state_is_observed_only_when_asked():
+    plain = tag_env(num_envs=1)
+    own = tag_env(num_envs=1, observe_own_state=True)
+    D = plain.single_observation_space("tagger").shape[0]
+    assert own.single_observation_space("tagger").shape[0] == D + 5
+    own.reset(seed=0)
+    s = own.state
+    s.pos_x[0, 1], s.pos_y[0, 1], s.heading[0, 1] = 2.5, 7.5, math.pi / 2
+    obs, *_ = own.step(noop_actions(own))
+    x, y = float(s.pos_x[0, 1]), float(s.pos_y[0, 1])
+    expect = [x / 10.0, y / 10.0, float(s.speed[0, 1]), math.cos(math.pi / 2), 1.0]
+    assert obs["tagger"][0, 1, D:].tolist() == pytest.approx(expect, abs=1e-6)
+    plain.reset(seed=0)
+    own.reset(seed=0)
+    torch.testing.assert_close(own.obs["runner"][..., :D], plain.obs["runner"])  # the rest is unchanged

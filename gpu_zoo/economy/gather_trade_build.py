@@ -284,6 +284,9 @@ def fields(p: EconomyParams) -> tuple[Field, ...]:
         Field("order_life", "i32", (n, 2, M), "steps the order has rested"),
         Field("book", "i32", (n, 4, P), "open orders per worker: asks (stone, wood), bids (stone, wood), per price"),
         Field("price_hist", "f64", (2, P), "traded prices per resource, decayed by 0.995 a step"),
+        Field("cutoffs", "f64", (BRACKETS + 1,), "bracket edges in coin (the last is infinite)",
+              init=(*(c / p.usd_scaling for c in US_CUTOFFS_USD), math.inf)),
+        Field("us_rates", "f64", (BRACKETS,), "the US-federal 2018 marginal rates", init=US_RATES_2018),
         Field("tax_idx", "i32", (BRACKETS,), "index of each bracket's rate among 0%, 5%, ..., 100%"),
         Field("tax_rate", "f64", (BRACKETS,), "current marginal rates"),
         Field("tax_pos", "i32", (), "position in the tax period, 1 on its first step"),
@@ -297,73 +300,33 @@ def constants(p: EconomyParams) -> dict:
     tax_kind = 2 if p.disable_taxes else TAX_KINDS[p.tax_model]
     sched = p.tax_annealing_schedule
     out = {
-        "P": P, "V": V, "WIN": V * V, "MAP_OBS": len(CHANNELS) * V * V, "BUY0": 2, "MOVE0": 2 + 4 * P,
+        "P": P, "MAP_OBS": len(CHANNELS) * V * V, "BUY0": 2, "MOVE0": 2 + 4 * P,
         "tax_kind": tax_kind, "swf_kind": SWF_KINDS[p.planner_reward_type],
         "random_layout": p.layout == "random", "pareto_skills": p.skill_dist == "pareto",
         "anneal": sched is not None,
         "anneal_warmup": np.float64(sched[0] if sched else 0.0), "anneal_slope": np.float64(sched[1] if sched else 0.0),
         "num_cells": p.height * p.width,
     }
-    for b in range(BRACKETS):
-        out[f"cutoff_{b}"] = np.float64(US_CUTOFFS_USD[b] / p.usd_scaling)
-        out[f"us_rate_{b}"] = np.float64(US_RATES_2018[b])
     return out
 
 
 # ------------------------------------------------------------------ shared helpers
 @kernel_fn
-def cutoff(p, b):
-    """Lower edge of bracket ``b`` in coin; the open top bracket ends at infinity (b = 7)."""
-    if b == 0:
-        return p.cutoff_0
-    if b == 1:
-        return p.cutoff_1
-    if b == 2:
-        return p.cutoff_2
-    if b == 3:
-        return p.cutoff_3
-    if b == 4:
-        return p.cutoff_4
-    if b == 5:
-        return p.cutoff_5
-    if b == 6:
-        return p.cutoff_6
-    return np.inf
-
-
-@kernel_fn
-def us_rate(p, b):
-    if b == 0:
-        return p.us_rate_0
-    if b == 1:
-        return p.us_rate_1
-    if b == 2:
-        return p.us_rate_2
-    if b == 3:
-        return p.us_rate_3
-    if b == 4:
-        return p.us_rate_4
-    if b == 5:
-        return p.us_rate_5
-    return p.us_rate_6
-
-
-@kernel_fn
-def taxes_due(tax_rate, p, e, income):
+def taxes_due(tax_rate, cutoffs, e, income):
     """Bracket by bracket: ``sum_b rate_b * min(size_b, max(0, income - cutoff_b))``."""
     due = _F64_ZERO
     for b in range(BRACKETS):
-        lo, hi = cutoff(p, b), cutoff(p, b + 1)
+        lo, hi = cutoffs[e, b], cutoffs[e, b + 1]
         due += tax_rate[e, b] * min(hi - lo, max(_F64_ZERO, income - lo))
     return due
 
 
 @kernel_fn
-def marginal_rate(tax_rate, p, e, income):
+def marginal_rate(tax_rate, cutoffs, e, income):
     if income < 0:
         return _F64_ZERO
     for b in range(BRACKETS):
-        if income < cutoff(p, b + 1):
+        if income < cutoffs[e, b + 1]:
             return tax_rate[e, b]
     return tax_rate[e, BRACKETS - 1]
 
@@ -553,7 +516,7 @@ def reset_env(s, p, e):
     limit = rate_limit(s.ep_count, p, e)
     for b in range(BRACKETS):
         s.tax_idx[e, b] = 0
-        s.tax_rate[e, b] = min(us_rate(p, b), limit) if p.tax_kind == 1 else _F64_ZERO
+        s.tax_rate[e, b] = min(s.us_rates[e, b], limit) if p.tax_kind == 1 else _F64_ZERO
     s.tax_pos[e] = 1
     s.tax_collected[e] = 0
     s.lump_sum[e] = 0
@@ -738,17 +701,17 @@ def tax(s, p, e):
                     s.tax_idx[e, b] = k - 1
                 s.tax_rate[e, b] = rate_of(s.tax_idx[e, b])
             elif p.tax_kind == 1:
-                s.tax_rate[e, b] = min(us_rate(p, b), limit)
+                s.tax_rate[e, b] = min(s.us_rates[e, b], limit)
     if pos >= p.tax_period:
         n = p.num_workers
         collected = _F64_ZERO
         for a in range(n):
             income = total_coin(s.coin, s.coin_escrow, e, a) - s.last_coin[e, a]
-            paid = min(s.coin[e, a], taxes_due(s.tax_rate, p, e, income))
+            paid = min(s.coin[e, a], taxes_due(s.tax_rate, s.cutoffs, e, income))
             s.coin[e, a] -= paid
             collected += paid
             s.last_income[e, a] = income
-            s.last_marginal[e, a] = marginal_rate(s.tax_rate, p, e, income)
+            s.last_marginal[e, a] = marginal_rate(s.tax_rate, s.cutoffs, e, income)
         share = collected / np.float64(n)
         for a in range(n):
             s.coin[e, a] += share
@@ -938,7 +901,7 @@ def observe(s, p, e, a, i):
             return tax_block(s.tax_rate, s.tax_pos, s.sorted_income, p.tax_period, e, j)
         j -= BRACKETS + 2 + n
         if j == 0:
-            return np.float32(marginal_rate(s.tax_rate, p, e, total_coin(s.coin, s.coin_escrow, e, a)
+            return np.float32(marginal_rate(s.tax_rate, s.cutoffs, e, total_coin(s.coin, s.coin_escrow, e, a)
                                             - s.last_coin[e, a]))
         if j == 1:
             return np.float32(s.tax_pos[e]) / np.float32(p.tax_period)
@@ -973,7 +936,7 @@ def observe(s, p, e, a, i):
     j -= 5
     w, k = j // 6, j % 6
     if k == 0:
-        return np.float32(marginal_rate(s.tax_rate, p, e, total_coin(s.coin, s.coin_escrow, e, w)
+        return np.float32(marginal_rate(s.tax_rate, s.cutoffs, e, total_coin(s.coin, s.coin_escrow, e, w)
                                         - s.last_coin[e, w]))
     if k == 1:
         return np.float32(s.last_income[e, w] / np.float64(p.tax_period))

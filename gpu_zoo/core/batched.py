@@ -47,12 +47,14 @@ class BatchedEnv:
             device runs the CUDA kernel under Numba's simulator (``NUMBA_ENABLE_CUDASIM=1``).
         cuda_graph: on a GPU, replay the step launch as a captured CUDA graph (a few microseconds
             of host time instead of tens).
+        block, threads_per_env: CUDA launch shape: threads per block, and threads per env (a power of
+            two up to 1024; default the agent count rounded up to a power of two, at most 256).
         **params: the environment's constructor arguments.
     """
 
     def __init__(self, spec: EnvSpec, num_envs: int = 1, device=None, *, autoreset: bool = True,
                  validate: bool = True, target: str | None = None, block: int = 128, cuda_graph: bool = True,
-                 **params):
+                 threads_per_env: int | None = None, **params):
         if isinstance(num_envs, bool) or not isinstance(num_envs, int) or num_envs < 1:
             raise ValueError(f"num_envs must be a positive int, got {num_envs!r}")
         self.spec = spec
@@ -74,7 +76,7 @@ class BatchedEnv:
                 view = self.buffers.raw[name]
                 view[:] = torch.tensor(fld.init, dtype=view.dtype, device=self.device).view(fld.shape)
         self.state.autoreset[:] = bool(autoreset)
-        self._launcher = Launcher(self.layout, self.buffers, target, block)
+        self._launcher = Launcher(self.layout, self.buffers, target, block, threads_per_env)
         self.target = target
         self.groups = tuple(self.layout.groups)
         self._build_views()

@@ -50,11 +50,26 @@ class LaunchShape:
         return -(-num_envs // self.envs_per_block)
 
 
-def launch_shape(num_agents: int, simulator: bool = False, block: int = 128) -> LaunchShape:
-    """Threads per env: the next power of two >= agents, at most 256; envs fill a block."""
-    tpe = min(1 << max(0, math.ceil(math.log2(max(1, num_agents)))), 8 if simulator else 256)
+def launch_shape(num_agents: int, simulator: bool = False, block: int = 128,
+                 threads_per_env: int | None = None, obs_elements: int = 0) -> LaunchShape:
+    """Threads per env, a power of two: enough for every agent, and for about 64 observation
+    elements each (``obs_elements`` per env), at most 256; envs fill a block of ``block`` threads.
+
+    Writing observations is most of a step when they are large against the agent count (Tag
+    gridworld with 51 agents writes 10455 values per env): more lanes per env then pay, while
+    the per-agent phases leave the extra lanes idle. ``threads_per_env`` overrides the choice
+    (a power of two up to 1024).
+    """
+    if threads_per_env is not None:
+        t = threads_per_env
+        if isinstance(t, bool) or not isinstance(t, int) or t < 1 or t > 1024 or t & (t - 1):
+            raise ValueError(f"threads_per_env must be a power of two in [1, 1024], got {t!r}")
+        tpe = t
+    else:
+        want = max(1, num_agents, -(-obs_elements // 64))
+        tpe = min(1 << math.ceil(math.log2(want)), 256)
     if simulator:
-        return LaunchShape(tpe, 1)
+        return LaunchShape(min(tpe, 8), 1)
     return LaunchShape(tpe, max(1, block // tpe))
 
 
@@ -210,6 +225,20 @@ def _cpu_body(name: str, stages: _Stages, layout: Layout, helpers: dict) -> str:
     return "\n".join(out)
 
 
+def _cuda_elem_loop(gi, tpe: int, assign: str) -> list[str]:
+    """Lines looping one lane over its elements of a group's (agents, obs) block, ``tpe`` apart.
+
+    The (agent, element) pair advances by a compile-time step with one carry instead of being
+    divided out of a flat index: 64-bit integer division costs more than most elements.
+    """
+    D = gi.group.obs_size
+    da, di = divmod(tpe, D)
+    return ["        ai = lane // " + str(D), f"        i = lane - ai * {D}", f"        while ai < {gi.count}:",
+            f"            a = ai + {gi.lo}", "            " + assign,
+            f"            ai += {da}", f"            i += {di}", f"            if i >= {D}:",
+            f"                i -= {D}", "                ai += 1"]
+
+
 def _cuda_body(name: str, stages: _Stages, layout: Layout, shape: LaunchShape, sim: bool) -> str:
     A = layout.num_agents
     tpe, epb = shape.threads_per_env, shape.envs_per_block
@@ -232,11 +261,7 @@ def _cuda_body(name: str, stages: _Stages, layout: Layout, shape: LaunchShape, s
             target, value = fn
             out.append(f"    if {cond}:")
             for gi in layout.groups.values():
-                D = gi.group.obs_size
-                out += ["        k = lane", f"        while k < {gi.count * D}:", f"            ai = k // {D}",
-                        f"            i = k - ai * {D}", f"            a = ai + {gi.lo}",
-                        f"            s.{target}_{gi.name}[e, ai, i] = {value.format(g=gi.name)}",
-                        f"            k += {tpe}"]
+                out += _cuda_elem_loop(gi, tpe, f"s.{target}_{gi.name}[e, ai, i] = {value.format(g=gi.name)}")
         out.append("    cuda.syncthreads()")
     return "\n".join(out)
 

@@ -47,7 +47,8 @@ class Launcher:
     CUDA tensors, or under Numba's CUDA simulator on CPU tensors when it is enabled).
     """
 
-    def __init__(self, layout: Layout, buffers: Buffers, target: str, block: int = 128):
+    def __init__(self, layout: Layout, buffers: Buffers, target: str, block: int = 128,
+                 threads_per_env: int | None = None):
         self.target = target
         dev = buffers.device
         if target == "cpu":
@@ -63,7 +64,8 @@ class Launcher:
                 raise ValueError("the cuda target runs on CUDA tensors, or on CPU tensors under "
                                  f"NUMBA_ENABLE_CUDASIM=1; got device {dev} with the simulator "
                                  f"{'on' if self.simulator else 'off'}")
-            self.shape = launch_shape(layout.num_agents, self.simulator, block)
+            obs_elements = sum(gi.count * gi.group.obs_size for gi in layout.groups.values())
+            self.shape = launch_shape(layout.num_agents, self.simulator, block, threads_per_env, obs_elements)
             self._to_array = _host_array if self.simulator else cuda.as_cuda_array
             self._cuda = cuda
             self._stream_handle = None

@@ -38,6 +38,12 @@ The vector is feature-major: block ``rel_x`` holds every observed agent's x offs
 | time | t / max_cycles |
 | own (only with ``observe_own_state=True``) | own x and y / grid_length, speed / max_speed, cos and sin of heading |
 
+The nearest agents are found through a grid of ``neighbour_grid`` x ``neighbour_grid`` cells
+over the arena, searched ring by ring outward from the observer's cell until no unvisited
+cell can hold anything nearer: the same agents, in the same order, as a scan over all of them
+(ties go to the lower agent index), at a cost that grows with k rather than with the number of
+agents. The default grid has about k agents per cell; ``neighbour_grid=1`` scans everyone.
+
 An agent out of the game observes zeros from the step after it left. WarpDrive's observation is
 the table without ``own``: every feature is relative to the observer, so the offsets to the
 others are in the arena's frame while the observer's own heading is unknown, and a policy
@@ -70,6 +76,7 @@ _SQRT2 = np.float32(math.sqrt(2.0))
 _EPS = np.float32(1e-10)
 _ZERO = np.float32(0.0)
 _ONE = np.float32(1.0)
+_SEARCH_MARGIN = np.float32(1.0 - 1e-3)
 FEATURES = ("rel_x", "rel_y", "rel_speed", "rel_acceleration", "rel_heading", "is_tagger", "alive")
 
 
@@ -101,6 +108,7 @@ class TagParams:
     end_of_game_reward_for_runner: float = 1.0
     runner_exits_game_after_tagged: bool = True
     observe_own_state: bool = False
+    neighbour_grid: int = 0  # cells per side of the nearest-agent search grid; 0 picks sqrt(agents / k)
 
     def __post_init__(self):
         for name in ("num_taggers", "num_runners", "max_cycles", "num_acceleration_levels", "num_turn_levels",
@@ -114,6 +122,9 @@ class TagParams:
         if not self.use_full_observation and self.num_other_agents_observed > self.num_agents - 1:
             raise ValueError(f"num_other_agents_observed must be at most num_agents - 1 = {self.num_agents - 1}, "
                              f"got {self.num_other_agents_observed}")
+        g = self.neighbour_grid
+        if isinstance(g, bool) or not isinstance(g, int) or not 0 <= g <= 64:
+            raise ValueError(f"neighbour_grid must be an int in [0, 64] (0 picks one), got {g!r}")
         if not 0 <= self.tagging_distance <= 1:
             raise ValueError(f"tagging_distance is a fraction of grid_length in [0, 1], got {self.tagging_distance}")
 
@@ -124,6 +135,13 @@ class TagParams:
     @property
     def num_observed(self) -> int:
         return self.num_agents - 1 if self.use_full_observation else self.num_other_agents_observed
+
+    @property
+    def search_grid(self) -> int:
+        """Cells per side of the neighbour search grid (k-nearest mode): about k agents per cell."""
+        if self.neighbour_grid:
+            return self.neighbour_grid
+        return max(1, min(64, math.isqrt(self.num_agents // self.num_other_agents_observed)))
 
 
 def groups(p: TagParams) -> tuple[Group, ...]:
@@ -148,15 +166,19 @@ def fields(p: TagParams) -> tuple[Field, ...]:
         Field("runners_left", "i32", (), "runners still in the game"),
     ]
     # Declared (empty) in full mode too: the kernels type both branches of observe.
-    kk = 0 if p.use_full_observation else k
+    knn = not p.use_full_observation
+    kk, aa, cc = (k, A, p.search_grid ** 2 + 2) if knn else (0, 0, 0)
     out += [Field("nbr_idx", "i32", (A, kk), "nearest-neighbour scratch: ids"),
             Field("nbr_d2", "f32", (A, kk), "nearest-neighbour scratch: squared distances"),
-            Field("nbr_count", "i32", (A,), "nearest-neighbour scratch: how many are listed")]
+            Field("nbr_count", "i32", (A,), "nearest-neighbour scratch: how many are listed"),
+            Field("cell_of", "i32", (aa,), "search grid: cell of each agent in the game, else -1"),
+            Field("cell_start", "i32", (cc,), "search grid: where each cell's agents start in cell_agents"),
+            Field("cell_agents", "i32", (aa,), "search grid: agents in the game by cell, by index within one")]
     return tuple(out)
 
 
 def constants(p: TagParams) -> dict:
-    return {"num_observed": p.num_observed}
+    return {"num_observed": p.num_observed, "cells": p.search_grid if not p.use_full_observation else 1}
 
 
 # ------------------------------------------------------------------ phases
@@ -295,33 +317,103 @@ def _feature(s, p, e, a, j, f):
 
 
 @kernel_fn
+def _cell(s, p, e, a):
+    """(column, row) of agent a's cell in the search grid."""
+    width = p.grid_length / np.float32(p.cells)
+    cx = min(int(s.pos_x[e, a] / width), p.cells - 1)
+    cy = min(int(s.pos_y[e, a] / width), p.cells - 1)
+    return cx, cy
+
+
+@kernel_fn
+def bin_agent(s, p, e, a):
+    """k-nearest mode: agent a, if in the game, takes its place in the search grid."""
+    if p.use_full_observation:
+        return
+    if s.alive[e, a]:
+        cx, cy = _cell(s, p, e, a)
+        s.cell_of[e, a] = cy * p.cells + cx
+    else:
+        s.cell_of[e, a] = -1
+
+
+@kernel_fn
+def sort_cells(s, p, e):
+    """A stable counting sort of the agents in the game by cell (``cell_start`` has two spare slots)."""
+    if p.use_full_observation:
+        return
+    C = p.cells * p.cells
+    for c in range(C + 2):
+        s.cell_start[e, c] = 0
+    for a in range(p.num_agents):
+        c = s.cell_of[e, a]
+        if c >= 0:
+            s.cell_start[e, c + 2] += 1
+    for c in range(2, C + 2):
+        s.cell_start[e, c] += s.cell_start[e, c - 1]
+    for a in range(p.num_agents):  # cell_start[c + 1] is cell c's cursor; it ends as cell c + 1's start
+        c = s.cell_of[e, a]
+        if c >= 0:
+            at = s.cell_start[e, c + 1]
+            s.cell_agents[e, at] = a
+            s.cell_start[e, c + 1] = at + 1
+
+
+@kernel_fn
+def _offer(s, e, a, j, d2, n, k):
+    """Inserts candidate j at squared distance d2 into agent a's sorted list of n (at most k).
+
+    Order is by distance, then by agent index, so the result does not depend on visiting order.
+    """
+    i = n if n < k else k - 1
+    while i > 0 and (s.nbr_d2[e, a, i - 1] > d2 or (s.nbr_d2[e, a, i - 1] == d2 and s.nbr_idx[e, a, i - 1] > j)):
+        s.nbr_d2[e, a, i] = s.nbr_d2[e, a, i - 1]
+        s.nbr_idx[e, a, i] = s.nbr_idx[e, a, i - 1]
+        i -= 1
+    s.nbr_d2[e, a, i] = d2
+    s.nbr_idx[e, a, i] = j
+    return n + 1 if n < k else n
+
+
+@kernel_fn
 def _nearest(s, p, e, a):
     """Fills agent a's neighbour scratch with the k nearest others in the game; returns how many.
 
-    Insertion into a sorted list of k; the k-th distance is kept in a register so most
-    candidates are rejected with one comparison. Ties keep the lower agent index first.
+    Rings of cells around a's own: after ring r every agent not yet seen is farther than r cell
+    widths, so the search stops once the k-th nearest is closer than that (with a margin for
+    rounding in the cell assignment). The k-th entry is kept in registers, so most candidates
+    are rejected with one comparison.
     """
-    k = p.num_observed
+    k, G = p.num_observed, p.cells
     x, y = s.pos_x[e, a], s.pos_y[e, a]
-    n = 0
-    worst = _ZERO
-    for j in range(p.num_agents):
-        if j == a or not s.alive[e, j]:
-            continue
-        dx, dy = s.pos_x[e, j] - x, s.pos_y[e, j] - y
-        d2 = dx * dx + dy * dy
-        if n == k and d2 >= worst:
-            continue
-        i = n if n < k else k - 1
-        while i > 0 and s.nbr_d2[e, a, i - 1] > d2:
-            s.nbr_d2[e, a, i] = s.nbr_d2[e, a, i - 1]
-            s.nbr_idx[e, a, i] = s.nbr_idx[e, a, i - 1]
-            i -= 1
-        s.nbr_d2[e, a, i] = d2
-        s.nbr_idx[e, a, i] = j
-        if n < k:
-            n += 1
-        worst = s.nbr_d2[e, a, n - 1]
+    cx, cy = _cell(s, p, e, a)
+    width = p.grid_length / np.float32(G)
+    last = max(max(cx, G - 1 - cx), max(cy, G - 1 - cy))
+    n, worst_d2, worst_j = 0, _ZERO, -1
+    for r in range(last + 1):
+        for dy in range(-r, r + 1):
+            row = cy + dy
+            if row < 0 or row >= G:
+                continue
+            step = 1 if (dy == -r or dy == r) else 2 * r  # inner rows: the ring's two end cells only
+            for dx in range(-r, r + 1, step):
+                col = cx + dx
+                if col < 0 or col >= G:
+                    continue
+                c = row * G + col
+                for at in range(s.cell_start[e, c], s.cell_start[e, c + 1]):
+                    j = s.cell_agents[e, at]
+                    if j == a:
+                        continue
+                    ddx, ddy = s.pos_x[e, j] - x, s.pos_y[e, j] - y
+                    d2 = ddx * ddx + ddy * ddy
+                    if n == k and (d2 > worst_d2 or (d2 == worst_d2 and j > worst_j)):
+                        continue
+                    n = _offer(s, e, a, j, d2, n, k)
+                    worst_d2, worst_j = s.nbr_d2[e, a, n - 1], s.nbr_idx[e, a, n - 1]
+        reach = np.float32(r) * width
+        if n == k and worst_d2 < reach * reach * _SEARCH_MARGIN:
+            break
     return n
 
 
@@ -385,7 +477,7 @@ SPEC = EnvSpec(
     fields=fields,
     reset=(PerAgent(spawn), PerEnv(start)),
     step=(PerAgent(move), PerAgent(find_tagger), PerAgent(apply_tags), PerEnv(count_runners)),
-    observe=(PerAgent(find_neighbours), PerObs(observe)),
+    observe=(PerAgent(bin_agent), PerEnv(sort_cells), PerAgent(find_neighbours), PerObs(observe)),
     constants=constants,
     render=render,
     module=__name__,

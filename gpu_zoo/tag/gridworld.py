@@ -206,17 +206,16 @@ def observe(s, p, e, a, i):
     if i == p.obs_size - 1:
         return np.float32(s.t[e]) / np.float32(p.max_cycles)
     if p.use_full_observation:
-        A = p.num_agents
-        block, j = i // A, i % A
-        if block == 0:
-            return np.float32(s.x[e, j]) / scale
-        if block == 1:
-            return np.float32(s.y[e, j]) / scale
-        if block == 2:
-            return _ONE if j >= p.runner_lo else _ZERO
-        if block == 3:
-            return _ONE if j == a else _ZERO
-        return _ONE if s.alive[e, j] else _ZERO
+        A = p.num_agents  # blocks of A values; subtracting is cheaper than dividing on a GPU
+        if i < A:
+            return np.float32(s.x[e, i]) / scale
+        if i < 2 * A:
+            return np.float32(s.y[e, i - A]) / scale
+        if i < 3 * A:
+            return _ONE if i - 2 * A >= p.runner_lo else _ZERO
+        if i < 4 * A:
+            return _ONE if i - 3 * A == a else _ZERO
+        return _ONE if s.alive[e, i - 4 * A] else _ZERO
     if i == 0:
         return np.float32(s.x[e, a]) / scale
     if i == 1:

@@ -1,0 +1,73 @@
+"""One env configuration under several CUDA launch shapes, timed; or a few plain launches for a profiler.
+
+    python -m benchmarks.probe tag_gridworld_v0 --num-envs 2000 --kw num_taggers=50 --tpe 64 128 256
+    ncu --clock-control none -k regex:step -c 1 python -m benchmarks.probe tag_gridworld_v0 --profile
+
+The suite (``python -m benchmarks run``) is where figures come from; this is the tool for choosing
+a launch shape or a kernel variant, and for giving ``ncu`` one step kernel without CUDA graphs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+
+import torch
+
+import gpu_zoo
+from benchmarks.timing import time_steps
+
+
+def _kwargs(pairs: list[str]) -> dict:
+    out = {}
+    for pair in pairs:
+        key, _, value = pair.partition("=")
+        try:
+            out[key] = ast.literal_eval(value)
+        except (ValueError, SyntaxError):
+            out[key] = value
+    return out
+
+
+def _env(args, tpe):
+    env = gpu_zoo.make(args.env_id, num_envs=args.num_envs, device="cuda", validate=False,
+                       cuda_graph=not args.profile, threads_per_env=tpe, **_kwargs(args.kw))
+    env.reset(seed=0)
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    for g, a in env.sample_actions(gen).items():
+        env.actions[g].copy_(a)
+    return env
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.probe", description=__doc__.splitlines()[0])
+    ap.add_argument("env_id")
+    ap.add_argument("--num-envs", type=int, default=2000)
+    ap.add_argument("--kw", nargs="*", default=[], metavar="NAME=VALUE", help="env constructor arguments")
+    ap.add_argument("--tpe", nargs="*", type=int, default=[None], help="threads per env to try (default: auto)")
+    ap.add_argument("--seconds", type=float, default=0.5, help="timed seconds per repeat")
+    ap.add_argument("--profile", action="store_true", help="no timing, no CUDA graph: 3 plain step launches")
+    args = ap.parse_args(argv)
+    if args.profile:
+        env = _env(args, args.tpe[0])
+        for _ in range(3):
+            env.step()
+        torch.cuda.synchronize()
+        print(f"{args.env_id} {args.num_envs} envs, launch {env._launcher.shape}: 3 steps launched")
+        return
+    print(f"{args.env_id} num_envs={args.num_envs} {_kwargs(args.kw)}")
+    for tpe in args.tpe:
+        try:
+            env = _env(args, tpe)
+        except Exception as exc:  # e.g. too many registers for the block: a result, not a crash
+            print(f"  threads_per_env={tpe}: {type(exc).__name__}: {exc}", flush=True)
+            continue
+        rate = time_steps(env.step, env.device, target_s=args.seconds, repeats=3).summary(args.num_envs)
+        print(f"  {str(env._launcher.shape):<50} {rate['median']:.3e} env-steps/s "
+              f"(spread {rate['spread'][0]:.2e}..{rate['spread'][1]:.2e})", flush=True)
+        del env
+        torch.cuda.empty_cache()
+
+
+if __name__ == "__main__":
+    main()

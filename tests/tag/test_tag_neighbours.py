@@ -1,0 +1,87 @@
+"""Tag (continuous), k-nearest mode: the cell-grid search lists exactly what a scan of everyone would."""
+
+import numpy as np
+import pytest
+import torch
+
+import gpu_zoo
+from tests.helpers import noop_actions
+
+CONFIG = dict(num_taggers=3, num_runners=17, num_other_agents_observed=4, use_full_observation=False,
+              tagging_distance=0.0, max_cycles=50)
+NUM_ENVS = 48
+
+
+def _reference(x, y, alive, k):
+    """For every agent in the game: the k others in the game nearest to it, by (distance, index)."""
+    out = {}
+    for a in np.flatnonzero(alive):
+        others = [j for j in np.flatnonzero(alive) if j != a]
+        d2 = [np.float32(x[j] - x[a]) * np.float32(x[j] - x[a]) + np.float32(y[j] - y[a]) * np.float32(y[j] - y[a])
+              for j in others]
+        out[a] = [j for _, j in sorted(zip(d2, others))][:k]
+    return out
+
+
+def _stepped(grid, positions, alive):
+    env = gpu_zoo.make("tag_continuous_v0", num_envs=NUM_ENVS, device="cpu", neighbour_grid=grid, **CONFIG)
+    env.reset(seed=0)
+    xs, ys = positions
+    env.state.pos_x[:] = torch.from_numpy(xs)
+    env.state.pos_y[:] = torch.from_numpy(ys)
+    env.state.alive[:] = torch.from_numpy(alive)
+    obs, *_ = env.step(noop_actions(env))  # speeds are 0: nobody moves; tagging distance 0: nobody is tagged
+    return env, {g: o.clone() for g, o in obs.items()}
+
+
+@pytest.fixture(scope="module")
+def scene():
+    """Positions on a half-unit lattice (many exact ties, agents on the far edges), some runners out."""
+    rng = np.random.default_rng(7)
+    A, L = 20, 10.0
+    xs = (rng.integers(0, 21, (NUM_ENVS, A)) / 2).astype(np.float32)
+    ys = (rng.integers(0, 21, (NUM_ENVS, A)) / 2).astype(np.float32)
+    xs[0, :] = L  # one env with everyone on the far edge: the last column and row of cells
+    ys[1, :5] = L
+    alive = rng.random((NUM_ENVS, A)) > 0.25
+    alive[:, :3] = True
+    alive[2, 3:] = False  # one runner short of none: fewer in the game than k
+    alive[2, 3] = True
+    return (xs, ys), alive
+
+
+@pytest.mark.parametrize("grid", [1, 4, 7])
+def test_neighbours_match_a_full_scan(scene, grid):
+    positions, alive = scene
+    env, _ = _stepped(grid, positions, alive)
+    k = CONFIG["num_other_agents_observed"]
+    idx, count = env.state.nbr_idx.numpy(), env.state.nbr_count.numpy()
+    for e in range(NUM_ENVS):
+        want = _reference(positions[0][e], positions[1][e], alive[e], k)
+        for a in range(alive.shape[1]):
+            if a in want:
+                assert count[e, a] == len(want[a]), (e, a)
+                assert idx[e, a, :count[e, a]].tolist() == want[a], (e, a)
+            else:
+                assert count[e, a] == 0
+
+
+def test_observations_do_not_depend_on_the_grid(scene):
+    positions, alive = scene
+    _, full_scan = _stepped(1, positions, alive)
+    _, gridded = _stepped(4, positions, alive)
+    for g in full_scan:
+        assert torch.equal(full_scan[g], gridded[g])
+
+
+def test_default_grid_has_about_k_agents_per_cell():
+    spec = gpu_zoo.get_spec("tag_continuous_v0")
+    p = spec.make_params(num_taggers=50, num_runners=950, use_full_observation=False, num_other_agents_observed=10)
+    assert p.search_grid == 10
+    assert spec.make_params(**CONFIG).search_grid == 2
+
+
+@pytest.mark.parametrize("bad", [-1, 65, 2.0, True])
+def test_bad_neighbour_grid_is_rejected(bad):
+    with pytest.raises(ValueError, match="neighbour_grid"):
+        gpu_zoo.make("tag_continuous_v0", device="cpu", neighbour_grid=bad)

@@ -31,7 +31,7 @@ def _kwargs(pairs: list[str]) -> dict:
 
 def _env(args, tpe):
     env = gpu_zoo.make(args.env_id, num_envs=args.num_envs, device="cuda", validate=False,
-                       cuda_graph=not args.profile, threads_per_env=tpe, **_kwargs(args.kw))
+                       cuda_graph=not args.profile, threads_per_env=tpe or None, **_kwargs(args.kw))
     env.reset(seed=0)
     gen = torch.Generator(device="cuda").manual_seed(0)
     for g, a in env.sample_actions(gen).items():
@@ -44,7 +44,7 @@ def main(argv=None):
     ap.add_argument("env_id")
     ap.add_argument("--num-envs", type=int, default=2000)
     ap.add_argument("--kw", nargs="*", default=[], metavar="NAME=VALUE", help="env constructor arguments")
-    ap.add_argument("--tpe", nargs="*", type=int, default=[None], help="threads per env to try (default: auto)")
+    ap.add_argument("--tpe", nargs="*", type=int, default=[0], help="threads per env to try (0: the default choice)")
     ap.add_argument("--seconds", type=float, default=0.5, help="timed seconds per repeat")
     ap.add_argument("--profile", action="store_true", help="no timing, no CUDA graph: 3 plain step launches")
     args = ap.parse_args(argv)

@@ -51,6 +51,8 @@ class Launcher:
                  threads_per_env: int | None = None):
         self.target = target
         dev = buffers.device
+        if threads_per_env is not None:
+            launch_shape(1, threads_per_env=threads_per_env)  # a bad value fails on every target
         if target == "cpu":
             if dev.type != "cpu":
                 raise ValueError(f"the cpu target needs CPU tensors, got device {dev}")
@@ -65,7 +67,8 @@ class Launcher:
                                  f"NUMBA_ENABLE_CUDASIM=1; got device {dev} with the simulator "
                                  f"{'on' if self.simulator else 'off'}")
             obs_elements = sum(gi.count * gi.group.obs_size for gi in layout.groups.values())
-            self.shape = launch_shape(layout.num_agents, self.simulator, block, threads_per_env, obs_elements)
+            self.shape = launch_shape(layout.num_agents, self.simulator, block, threads_per_env, obs_elements,
+                                      buffers.num_envs)
             self._to_array = _host_array if self.simulator else cuda.as_cuda_array
             self._cuda = cuda
             self._stream_handle = None

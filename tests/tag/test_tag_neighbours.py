@@ -19,7 +19,7 @@ def _reference(x, y, alive, k):
         others = [j for j in np.flatnonzero(alive) if j != a]
         d2 = [np.float32(x[j] - x[a]) * np.float32(x[j] - x[a]) + np.float32(y[j] - y[a]) * np.float32(y[j] - y[a])
               for j in others]
-        out[a] = [j for _, j in sorted(zip(d2, others))][:k]
+        out[a] = [j for _, j in sorted(zip(d2, others, strict=True))][:k]
     return out
 
 

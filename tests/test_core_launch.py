@@ -1,0 +1,39 @@
+"""CUDA launch shapes: how threads are spread over envs and agents (no GPU needed to choose one)."""
+
+import pytest
+
+import gpu_zoo
+from gpu_zoo.core.compile import FILL_THREADS, launch_shape
+
+
+def test_one_thread_per_agent_rounded_up_to_a_power_of_two():
+    assert launch_shape(5, num_envs=1 << 20).threads_per_env == 8
+    assert launch_shape(1000, num_envs=2000).threads_per_env == 256  # more agents than lanes: lanes loop
+
+
+def test_large_observations_get_spare_lanes_while_the_batch_is_small():
+    small = launch_shape(5, obs_elements=5010, num_envs=1024)
+    assert small.threads_per_env == 128 and small.block == 128
+    # Once the envs alone fill the GPU, spare lanes would only idle through the per-agent phases.
+    assert launch_shape(5, obs_elements=5010, num_envs=FILL_THREADS // 8).threads_per_env == 8
+
+
+def test_envs_share_a_block():
+    shape = launch_shape(4, num_envs=1 << 20)
+    assert (shape.threads_per_env, shape.envs_per_block, shape.grid(1000)) == (4, 32, 32)
+
+
+def test_the_simulator_keeps_blocks_tiny():
+    assert launch_shape(1000, simulator=True, obs_elements=10**6).block == 8
+
+
+def test_threads_per_env_overrides():
+    assert launch_shape(5, threads_per_env=512).block == 512
+
+
+@pytest.mark.parametrize("bad", [0, 3, 2048, 2.0, True])
+def test_bad_threads_per_env_is_rejected(bad):
+    with pytest.raises(ValueError, match="threads_per_env"):
+        launch_shape(5, threads_per_env=bad)
+    with pytest.raises(ValueError, match="threads_per_env"):
+        gpu_zoo.make("tag_gridworld_v0", device="cpu", threads_per_env=bad)

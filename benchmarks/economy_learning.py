@@ -1,0 +1,199 @@
+"""Does PPO learn the economy? Workers trained under three tax regimes, compared on the same episodes.
+
+    python -m benchmarks.economy_learning --env-steps 20000000 --out /tmp/econ
+    python -m benchmarks.economy_learning --report /tmp/econ   # table and plot into docs/
+
+Regimes, each trained from scratch with the same budget, seed and PPO settings:
+
+- ``free_market``: no taxes (``disable_taxes=True``); the workers learn.
+- ``us_federal``: the 2018 US federal brackets, scaled (``tax_model="us-federal-single-filer-2018-scaled"``).
+- ``ai_planner``: the workers and the tax-setting planner learn together (``tax_model="model_wrapper"``).
+
+Each regime's trained policies then play ``--eval-episodes`` episodes (auto-reset off, so the final
+state can be read), as do uniformly random workers without taxes (the floor). Reported per regime:
+productivity (mean coin per worker at the end, escrow included), equality (1 - Gini of coin) and
+social welfare (their product: the env's own figure, which the planner maximises). The regimes
+run in parallel processes on one device. ``--report`` writes ``docs/economy/learning.png`` and the
+table in ``docs/economy/learning.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import dataclasses
+import json
+import math
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+REGIMES = {
+    "free_market": (dict(disable_taxes=True), "worker"),
+    "us_federal": (dict(tax_model="us-federal-single-filer-2018-scaled"), "worker"),
+    "ai_planner": (dict(tax_model="model_wrapper"), "worker,planner"),
+}
+DOCS = Path(__file__).resolve().parent.parent / "docs" / "economy"
+
+
+def ppo_args(regime: str, env_steps: int, out: Path, num_envs: int, device: str | None):
+    from trainers.config import preset, with_overrides
+
+    kwargs, groups = REGIMES[regime]
+    return with_overrides(preset("gather_trade_build_v0"), env_kwargs=kwargs, train_groups=groups,
+                          total_env_steps=env_steps, num_envs=num_envs, out=str(out / regime), device=device,
+                          eval_episodes=0, gif=False, checkpoint_every=10_000)
+
+
+@torch.no_grad()
+def final_economy(env, policies, seed: int) -> dict[str, np.ndarray]:
+    """One episode in each env (auto-reset off); productivity, equality and welfare at its end."""
+    from trainers.ppo import policy_actions
+
+    generator = torch.Generator(device=env.device).manual_seed(seed)
+    env.reset(seed=seed)
+    for _ in range(env.params.max_cycles):
+        env.step(policy_actions(env, policies, generator))
+    if not bool(env.state.done.all()):
+        raise RuntimeError("episodes did not end at max_cycles")
+    workers = env.layout.groups["worker"]
+    coin = (env.state.coin + env.state.coin_escrow)[:, workers.lo:workers.hi].double()
+    productivity = coin.mean(1)
+    welfare = env.state.util[:, env.layout.groups["planner"].lo].double()  # the env's own welfare figure
+    equality = torch.where(productivity > 0, welfare / productivity.clamp_min(1e-12), torch.ones_like(welfare))
+    return {k: v.cpu().numpy() for k, v in
+            {"productivity": productivity, "equality": equality, "welfare": welfare}.items()}
+
+
+def train_one(regime: str, env_steps: int, out: Path, num_envs: int, eval_episodes: int, device: str | None,
+              max_seconds: float = 0.0):
+    """Child process: trains one regime, evaluates it, writes ``out/regime/result.json``."""
+    import gpu_zoo
+    from trainers.loop import train
+
+    args = ppo_args(regime, env_steps, out, num_envs, device)
+    t0 = time.perf_counter()
+    seen = {}
+
+    def stop_at_deadline(trainer):
+        seen["trainer"] = trainer
+        if max_seconds and time.perf_counter() - t0 > max_seconds:
+            raise KeyboardInterrupt  # train() then checkpoints and re-raises; the record says how far it got
+
+    try:
+        trainer = train(args, callback=stop_at_deadline)
+    except KeyboardInterrupt:
+        if "trainer" not in seen:
+            raise
+        trainer = seen["trainer"]
+    seconds = time.perf_counter() - t0
+    kwargs = REGIMES[regime][0]
+    env = gpu_zoo.make("gather_trade_build_v0", num_envs=eval_episodes, device=trainer.device, autoreset=False,
+                       validate=False, **kwargs)
+    trained = final_economy(env, trainer.policies.eval(), seed=12345)
+    record = {"regime": regime, "env_kwargs": kwargs, "trained_groups": args.train_groups,
+              "env_steps": trainer.iteration * args.env_steps_per_iteration, "train_seconds": seconds,
+              "eval_episodes": eval_episodes, "ppo": dataclasses.asdict(args),
+              **{k: _stats(v) for k, v in trained.items()}}
+    if regime == "free_market":
+        floor = final_economy(env, {}, seed=12345)
+        record["random_workers"] = {k: _stats(v) for k, v in floor.items()}
+    (out / regime / "result.json").write_text(json.dumps(record, indent=1))
+    print(json.dumps({k: record[k] for k in ("regime", "productivity", "equality", "welfare")}), flush=True)
+
+
+def _stats(x: np.ndarray) -> dict:
+    return {"mean": float(np.mean(x)), "std": float(np.std(x)), "n": int(len(x))}
+
+
+def report(out: Path, docs: Path = DOCS):
+    """Table (markdown) and curves (PNG) from the regimes' results and progress logs."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    found = [r for r in REGIMES if (out / r / "result.json").exists()]
+    results = {r: json.loads((out / r / "result.json").read_text()) for r in found}
+    if not results:
+        raise SystemExit(f"no results under {out}")
+    docs.mkdir(parents=True, exist_ok=True)
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    for regime in results:
+        rows = list(csv.DictReader(open(out / regime / "progress.csv")))
+        steps = [int(r["env_steps"]) / 1e6 for r in rows]
+        for ax, col in zip(axes, ("return/worker", "return/planner"), strict=True):
+            values = [float(r[col]) if r.get(col) not in (None, "") else math.nan for r in rows]
+            ax.plot(steps, values, label=regime.replace("_", " "))
+    axes[0].set_title("worker return per episode")
+    axes[1].set_title("social welfare at episode end (planner return)")
+    for ax in axes:
+        ax.set_xlabel("env-steps (millions)")
+        ax.grid(alpha=0.3)
+        ax.legend()
+    fig.tight_layout()
+    fig.savefig(docs / "learning.png", dpi=110)
+    first = next(iter(results.values()))
+    lines = ["| regime | trained | productivity (coin) | equality | social welfare |",
+             "| --- | --- | --- | --- | --- |"]
+
+    def row(name, trained, rec):
+        cells = [f"{rec[k]['mean']:.1f} ± {rec[k]['std']:.1f}" if k != "equality" else
+                 f"{rec[k]['mean']:.3f} ± {rec[k]['std']:.2f}" for k in ("productivity", "equality", "welfare")]
+        return f"| {name} | {trained} | " + " | ".join(cells) + " |"
+
+    if "free_market" in results:
+        lines.append(row("no taxes, random workers", "nothing", results["free_market"]["random_workers"]))
+    for regime, rec in results.items():
+        lines.append(row(regime.replace("_", " "), rec["trained_groups"].replace(",", " + "), rec))
+    steps = ", ".join(f"{r.replace('_', ' ')} {rec['env_steps'] / 1e6:.1f}M in {rec['train_seconds'] / 60:.1f} min"
+                      for r, rec in results.items())
+    meta = (f"PPO env-steps per regime: {steps} ({first['ppo']['num_envs']} envs, seed {first['ppo']['seed']}, "
+            f"the three in parallel on one GPU); then {first['eval_episodes']} evaluation episodes each, the same "
+            f"seeds for all.")
+    (docs / "learning.md").write_text("\n".join(lines) + "\n\n" + meta + "\n")
+    print("\n".join(lines) + "\n" + meta)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.economy_learning", description=__doc__.splitlines()[0])
+    ap.add_argument("--env-steps", type=int, default=20_000_000, help="training budget per regime")
+    ap.add_argument("--num-envs", type=int, default=512)
+    ap.add_argument("--eval-episodes", type=int, default=256)
+    ap.add_argument("--device", default=None)
+    ap.add_argument("--max-minutes", type=float, default=0.0, help="stop each regime's training after this (0: none)")
+    ap.add_argument("--out", default="runs/economy_learning")
+    ap.add_argument("--regimes", nargs="*", default=list(REGIMES), choices=list(REGIMES))
+    ap.add_argument("--report", metavar="OUT", default=None, help="only write the table and plot from OUT")
+    ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.report:
+        report(Path(args.report))
+        return
+    out = Path(args.out)
+    if args.child:
+        train_one(args.child, args.env_steps, out, args.num_envs, args.eval_episodes, args.device,
+                  args.max_minutes * 60)
+        return
+    out.mkdir(parents=True, exist_ok=True)
+    base = [sys.executable, "-m", "benchmarks.economy_learning", "--env-steps", str(args.env_steps),
+            "--num-envs", str(args.num_envs), "--eval-episodes", str(args.eval_episodes), "--out", str(out),
+            "--max-minutes", str(args.max_minutes)]
+    base += ["--device", args.device] if args.device else []
+    procs = {}
+    for regime in args.regimes:
+        (out / regime).mkdir(exist_ok=True)
+        log = open(out / regime / "log.txt", "w")
+        procs[regime] = subprocess.Popen(base + ["--child", regime], stdout=log, stderr=subprocess.STDOUT)
+    failed = [r for r, p in procs.items() if p.wait() != 0]
+    if failed:
+        raise SystemExit(f"regimes failed: {failed}; see {out}/<regime>/log.txt")
+    report(out)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,7 +1,7 @@
 """Does PPO learn the economy? Workers trained under three tax regimes, compared on the same episodes.
 
     python -m benchmarks.economy_learning --env-steps 20000000 --out /tmp/econ
-    python -m benchmarks.economy_learning --report /tmp/econ   # table and plot into docs/
+    python -m benchmarks.economy_learning --report benchmarks/results/economy_learning   # the docs page
 
 Regimes, each trained from scratch with the same budget, seed and PPO settings:
 
@@ -13,8 +13,8 @@ Each regime's trained policies then play ``--eval-episodes`` episodes (auto-rese
 state can be read), as do uniformly random workers without taxes (the floor). Reported per regime:
 productivity (mean coin per worker at the end, escrow included), equality (1 - Gini of coin) and
 social welfare (their product: the env's own figure, which the planner maximises). The regimes
-run in parallel processes on one device. ``--report`` writes ``docs/economy/learning.png`` and the
-table in ``docs/economy/learning.md``.
+run in parallel processes on one device. ``--report`` writes the page ``docs/economy_learning.md``
+with its figure.
 """
 
 from __future__ import annotations
@@ -23,7 +23,6 @@ import argparse
 import csv
 import dataclasses
 import json
-import math
 import subprocess
 import sys
 import time
@@ -37,7 +36,20 @@ REGIMES = {
     "us_federal": (dict(tax_model="us-federal-single-filer-2018-scaled"), "worker"),
     "ai_planner": (dict(tax_model="model_wrapper"), "worker,planner"),
 }
-DOCS = Path(__file__).resolve().parent.parent / "docs" / "economy"
+DOCS = Path(__file__).resolve().parent.parent / "docs"
+PAGE_HEAD = """# Training the economy
+
+What PPO learns in `gather_trade_build_v0` under three tax regimes, written by
+`python -m benchmarks.economy_learning` (module docstring: how it runs). Each regime trains from
+scratch; then its policies and, as a floor, uniformly random workers without taxes play the same
+evaluation episodes. *Productivity* is the mean coin per worker at the end of an episode (escrow
+included), *equality* is 1 - Gini of coin, and *social welfare* is their product, the figure the
+planner is rewarded for raising. A worker's return is its change in isoelastic utility of coin
+minus its weighted labor. The AI Economist trained its policies for hundreds of millions of
+steps, the workers first without taxes and then with the planner; read the budgets below against
+that.
+
+"""
 
 
 def ppo_args(regime: str, env_steps: int, out: Path, num_envs: int, device: str | None):
@@ -70,7 +82,7 @@ def final_economy(env, policies, seed: int) -> dict[str, np.ndarray]:
 
 
 def train_one(regime: str, env_steps: int, out: Path, num_envs: int, eval_episodes: int, device: str | None,
-              max_seconds: float = 0.0):
+              max_seconds: float = 0.0, command: str = ""):
     """Child process: trains one regime, evaluates it, writes ``out/regime/result.json``."""
     import gpu_zoo
     from trainers.loop import train
@@ -96,6 +108,8 @@ def train_one(regime: str, env_steps: int, out: Path, num_envs: int, eval_episod
                        validate=False, **kwargs)
     trained = final_economy(env, trainer.policies.eval(), seed=12345)
     record = {"regime": regime, "env_kwargs": kwargs, "trained_groups": args.train_groups,
+              "command": command, "device_name": torch.cuda.get_device_name(trainer.device)
+              if trainer.device.type == "cuda" else "CPU",
               "env_steps": trainer.iteration * args.env_steps_per_iteration, "train_seconds": seconds,
               "eval_episodes": eval_episodes, "ppo": dataclasses.asdict(args),
               **{k: _stats(v) for k, v in trained.items()}}
@@ -125,10 +139,12 @@ def report(out: Path, docs: Path = DOCS):
     fig, axes = plt.subplots(1, 2, figsize=(11, 4))
     for regime in results:
         rows = list(csv.DictReader(open(out / regime / "progress.csv")))
-        steps = [int(r["env_steps"]) / 1e6 for r in rows]
         for ax, col in zip(axes, ("return/worker", "return/planner"), strict=True):
-            values = [float(r[col]) if r.get(col) not in (None, "") else math.nan for r in rows]
-            ax.plot(steps, values, label=regime.replace("_", " "))
+            points = [(int(r["env_steps"]) / 1e6, float(r[col])) for r in rows if r.get(col) not in (None, "")]
+            ax.plot(*zip(*points, strict=True), label=regime.replace("_", " "))
+    if "free_market" in results:
+        floor = results["free_market"]["random_workers"]["welfare"]["mean"]
+        axes[1].axhline(floor, color="gray", linestyle="--", label="random workers, no taxes")
     axes[0].set_title("worker return per episode")
     axes[1].set_title("social welfare at episode end (planner return)")
     for ax in axes:
@@ -136,7 +152,7 @@ def report(out: Path, docs: Path = DOCS):
         ax.grid(alpha=0.3)
         ax.legend()
     fig.tight_layout()
-    fig.savefig(docs / "learning.png", dpi=110)
+    fig.savefig(docs / "economy_learning.png", dpi=110)
     first = next(iter(results.values()))
     lines = ["| regime | trained | productivity (coin) | equality | social welfare |",
              "| --- | --- | --- | --- | --- |"]
@@ -155,7 +171,11 @@ def report(out: Path, docs: Path = DOCS):
     meta = (f"PPO env-steps per regime: {steps} ({first['ppo']['num_envs']} envs, seed {first['ppo']['seed']}, "
             f"the three in parallel on one GPU); then {first['eval_episodes']} evaluation episodes each, the same "
             f"seeds for all.")
-    (docs / "learning.md").write_text("\n".join(lines) + "\n\n" + meta + "\n")
+    command = first.get("command", "python -m benchmarks.economy_learning")
+    page = (PAGE_HEAD + "\n".join(lines) + "\n\n" + meta + f"\n\nCommand: `{command}`"
+            f"{' on ' + first['device_name'] if first.get('device_name') else ''}.\n\n"
+            "![learning curves](economy_learning.png)\n")
+    (docs / "economy_learning.md").write_text(page)
     print("\n".join(lines) + "\n" + meta)
 
 
@@ -170,6 +190,7 @@ def main(argv=None):
     ap.add_argument("--regimes", nargs="*", default=list(REGIMES), choices=list(REGIMES))
     ap.add_argument("--report", metavar="OUT", default=None, help="only write the table and plot from OUT")
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
+    ap.add_argument("--command", default="", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.report:
         report(Path(args.report))
@@ -177,12 +198,14 @@ def main(argv=None):
     out = Path(args.out)
     if args.child:
         train_one(args.child, args.env_steps, out, args.num_envs, args.eval_episodes, args.device,
-                  args.max_minutes * 60)
+                  args.max_minutes * 60, args.command)
         return
     out.mkdir(parents=True, exist_ok=True)
+    given = " ".join(argv if argv is not None else sys.argv[1:])
     base = [sys.executable, "-m", "benchmarks.economy_learning", "--env-steps", str(args.env_steps),
             "--num-envs", str(args.num_envs), "--eval-episodes", str(args.eval_episodes), "--out", str(out),
-            "--max-minutes", str(args.max_minutes)]
+            "--max-minutes", str(args.max_minutes),
+            "--command", f"python -m benchmarks.economy_learning {given}"]
     base += ["--device", args.device] if args.device else []
     procs = {}
     for regime in args.regimes:

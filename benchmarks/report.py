@@ -23,7 +23,7 @@ WORKLOAD_NOTES = {
 }
 SYSTEM_NAMES = {"gpu_zoo": "gpu_zoo", "mpe2": "MPE2 (1 core)", "supersuit": "MPE2 + SuperSuit vec env",
                 "vmas": "VMAS", "jaxmarl": "JaxMARL jit(vmap) per step", "jaxmarl_scan": "JaxMARL in lax.scan",
-                "warpdrive": "WarpDrive 2.7.1 (numba)"}
+                "warpdrive": "WarpDrive 2.7.1 (numba)", "ai_economist": "AI Economist 1.7.1 (1 core)"}
 
 
 def load_records(results: str | Path) -> list[dict]:
@@ -122,7 +122,8 @@ def headline(records: list[dict], device: str) -> list[str]:
         ratio = mine["env_steps_per_s"] / best["env_steps_per_s"]
         size = "" if best["num_envs"] == n else f" ({best['num_envs']} envs)"
         lines.append(f"| {machine} | {workload} | {n} x {agents} | {_rate(mine)} | "
-                     f"{SYSTEM_NAMES.get(best['system'])}, {_where(best)}{size} | {_rate(best)} | **{ratio:.3g}x** |")
+                     f"{SYSTEM_NAMES.get(best['system'], best['system'])}, {_where(best)}{size} | {_rate(best)} | "
+                     f"**{ratio:.3g}x** |")
     if not lines:
         return []
     return [f"| machine | workload | num_envs x agents | gpu_zoo ({device}): median [min - max] env-steps/s "

@@ -47,8 +47,10 @@ class BatchedEnv:
             device runs the CUDA kernel under Numba's simulator (``NUMBA_ENABLE_CUDASIM=1``).
         cuda_graph: on a GPU, replay the step launch as a captured CUDA graph (a few microseconds
             of host time instead of tens).
-        block, threads_per_env: CUDA launch shape: threads per block, and threads per env (a power of
-            two up to 1024; default the agent count rounded up to a power of two, at most 256).
+        block: CUDA threads per block (several envs share one when they need fewer threads).
+        threads_per_env: CUDA threads per env, a power of two up to 1024. The default is one per agent
+            (at most 256), and more while ``num_envs`` is too small to fill the GPU and the
+            observations are large: see `gpu_zoo.core.compile.launch_shape`.
         **params: the environment's constructor arguments.
     """
 

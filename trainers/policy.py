@@ -70,13 +70,15 @@ class GroupPolicy(nn.Module):
         if self.splits is None:
             if mask is not None:
                 raise ValueError("action masks apply to Discrete and MultiDiscrete groups, not Box ones")
-            dist = Normal(out, self.log_std.exp().expand_as(out))
+            dist = Normal(out, self.log_std.exp().expand_as(out), validate_args=False)
             if action is None:
                 action = out if greedy else dist.sample()
             return action, dist.log_prob(action).sum(-1), dist.entropy().sum(-1), self.value(obs)
         if mask is not None:
             out = out.masked_fill(~mask, MASKED_LOGIT)
-        dists = [Categorical(logits=x) for x in out.split(self.splits, dim=-1)]
+        # validate_args=False: torch's argument checks read a result back to the host, a device
+        # sync per distribution and per log_prob, which stalls a GPU rollout once per action head.
+        dists = [Categorical(logits=x, validate_args=False) for x in out.split(self.splits, dim=-1)]
         single = len(self.splits) == 1
         if action is None:
             action = torch.stack([d.logits.argmax(-1) if greedy else d.sample() for d in dists], -1)

@@ -29,9 +29,10 @@ def _kwargs(pairs: list[str]) -> dict:
     return out
 
 
-def _env(args, tpe):
+def _env(args, tpe, regs=0):
     env = gpu_zoo.make(args.env_id, num_envs=args.num_envs, device="cuda", validate=False,
-                       cuda_graph=not args.profile, threads_per_env=tpe or None, **_kwargs(args.kw))
+                       cuda_graph=not args.profile, threads_per_env=tpe or None, max_registers=regs or None,
+                       **_kwargs(args.kw))
     env.reset(seed=0)
     gen = torch.Generator(device="cuda").manual_seed(0)
     for g, a in env.sample_actions(gen).items():
@@ -45,25 +46,26 @@ def main(argv=None):
     ap.add_argument("--num-envs", type=int, default=2000)
     ap.add_argument("--kw", nargs="*", default=[], metavar="NAME=VALUE", help="env constructor arguments")
     ap.add_argument("--tpe", nargs="*", type=int, default=[0], help="threads per env to try (0: the default choice)")
+    ap.add_argument("--regs", nargs="*", type=int, default=[0], help="register caps to try (0: none)")
     ap.add_argument("--seconds", type=float, default=0.5, help="timed seconds per repeat")
     ap.add_argument("--profile", action="store_true", help="no timing, no CUDA graph: 3 plain step launches")
     args = ap.parse_args(argv)
     if args.profile:
-        env = _env(args, args.tpe[0])
+        env = _env(args, args.tpe[0], args.regs[0])
         for _ in range(3):
             env.step()
         torch.cuda.synchronize()
         print(f"{args.env_id} {args.num_envs} envs, launch {env._launcher.shape}: 3 steps launched")
         return
     print(f"{args.env_id} num_envs={args.num_envs} {_kwargs(args.kw)}")
-    for tpe in args.tpe:
+    for tpe, regs in ((t, r) for t in args.tpe for r in args.regs):
         try:
-            env = _env(args, tpe)
+            env = _env(args, tpe, regs)
         except Exception as exc:  # e.g. too many registers for the block: a result, not a crash
-            print(f"  threads_per_env={tpe}: {type(exc).__name__}: {exc}", flush=True)
+            print(f"  threads_per_env={tpe} max_registers={regs}: {type(exc).__name__}: {exc}", flush=True)
             continue
         rate = time_steps(env.step, env.device, target_s=args.seconds, repeats=3).summary(args.num_envs)
-        print(f"  {str(env._launcher.shape):<50} {rate['median']:.3e} env-steps/s "
+        print(f"  {str(env._launcher.shape):<70} {rate['median']:.3e} env-steps/s "
               f"(spread {rate['spread'][0]:.2e}..{rate['spread'][1]:.2e})", flush=True)
         del env
         torch.cuda.empty_cache()

@@ -37,3 +37,20 @@ def test_bad_threads_per_env_is_rejected(bad):
         launch_shape(5, threads_per_env=bad)
     with pytest.raises(ValueError, match="threads_per_env"):
         gpu_zoo.make("tag_gridworld_v0", device="cpu", threads_per_env=bad)
+
+
+def test_a_register_cap_reaches_the_generated_kernel():
+    from gpu_zoo.core.compile import generate_source
+    from gpu_zoo.core.layout import Layout
+
+    spec = gpu_zoo.get_spec("tag_gridworld_v0")
+    layout = Layout(spec, spec.make_params())
+    capped = generate_source(layout, "cuda", launch_shape(5, max_registers=64))
+    assert capped.count("@cuda.jit(cache=True, max_registers=64)") == 2  # step and reset
+    assert "@cuda.jit(cache=True)" in generate_source(layout, "cuda", launch_shape(5))
+
+
+@pytest.mark.parametrize("bad", [8, 256, 64.0, True])
+def test_bad_max_registers_is_rejected(bad):
+    with pytest.raises(ValueError, match="max_registers"):
+        gpu_zoo.make("tag_gridworld_v0", device="cpu", max_registers=bad)

@@ -51,12 +51,15 @@ class BatchedEnv:
         threads_per_env: CUDA threads per env, a power of two up to 1024. The default is one per agent
             (at most 256), and more while ``num_envs`` is too small to fill the GPU and the
             observations are large: see `gpu_zoo.core.compile.launch_shape`.
+        max_registers: cap on the CUDA kernel's registers per thread (default: the compiler's
+            choice); a lower cap lets more blocks run at once on each multiprocessor, at the cost
+            of spills.
         **params: the environment's constructor arguments.
     """
 
     def __init__(self, spec: EnvSpec, num_envs: int = 1, device=None, *, autoreset: bool = True,
                  validate: bool = True, target: str | None = None, block: int = 128, cuda_graph: bool = True,
-                 threads_per_env: int | None = None, **params):
+                 threads_per_env: int | None = None, max_registers: int | None = None, **params):
         if isinstance(num_envs, bool) or not isinstance(num_envs, int) or num_envs < 1:
             raise ValueError(f"num_envs must be a positive int, got {num_envs!r}")
         self.spec = spec
@@ -78,7 +81,7 @@ class BatchedEnv:
                 view = self.buffers.raw[name]
                 view[:] = torch.tensor(fld.init, dtype=view.dtype, device=self.device).view(fld.shape)
         self.state.autoreset[:] = bool(autoreset)
-        self._launcher = Launcher(self.layout, self.buffers, target, block, threads_per_env)
+        self._launcher = Launcher(self.layout, self.buffers, target, block, threads_per_env, max_registers)
         self.target = target
         self.groups = tuple(self.layout.groups)
         self._build_views()

@@ -41,6 +41,7 @@ class LaunchShape:
 
     threads_per_env: int
     envs_per_block: int
+    max_registers: int | None = None  # a cap per thread: more blocks resident per SM, some spills
 
     @property
     def block(self) -> int:
@@ -55,7 +56,8 @@ FILL_THREADS = 1 << 18
 
 
 def launch_shape(num_agents: int, simulator: bool = False, block: int = 128,
-                 threads_per_env: int | None = None, obs_elements: int = 0, num_envs: int = 1) -> LaunchShape:
+                 threads_per_env: int | None = None, obs_elements: int = 0, num_envs: int = 1,
+                 max_registers: int | None = None) -> LaunchShape:
     """Threads per env (a power of two) and envs per block of ``block`` threads.
 
     One thread per agent (at most 256), and more while the batch is too small to fill the GPU and
@@ -66,8 +68,12 @@ def launch_shape(num_agents: int, simulator: bool = False, block: int = 128,
     they idle through the per-agent phases, so once ``num_envs`` alone fills the GPU they cost
     more than they give (measured on an H200: the economy at 1024 envs ran 2.2x faster with 128
     threads per env than with 8, at 16384 envs 3x slower). ``threads_per_env`` overrides the
-    choice (a power of two up to 1024).
+    choice (a power of two up to 1024). ``max_registers`` caps the registers per thread of the
+    compiled kernel (16 to 255; default: the compiler's choice).
     """
+    if max_registers is not None and (isinstance(max_registers, bool) or not isinstance(max_registers, int)
+                                      or not 16 <= max_registers <= 255):
+        raise ValueError(f"max_registers must be an int in [16, 255], got {max_registers!r}")
     if threads_per_env is not None:
         t = threads_per_env
         if isinstance(t, bool) or not isinstance(t, int) or t < 1 or t > 1024 or t & (t - 1):
@@ -81,7 +87,7 @@ def launch_shape(num_agents: int, simulator: bool = False, block: int = 128,
         tpe = min(max(pow2(num_agents), spare), 256)
     if simulator:
         return LaunchShape(min(tpe, 8), 1)
-    return LaunchShape(tpe, max(1, block // tpe))
+    return LaunchShape(tpe, max(1, block // tpe), max_registers)
 
 
 def cache_dir() -> Path:
@@ -253,7 +259,8 @@ def _cuda_elem_loop(gi, tpe: int, assign: str) -> list[str]:
 def _cuda_body(name: str, stages: _Stages, layout: Layout, shape: LaunchShape, sim: bool) -> str:
     A = layout.num_agents
     tpe, epb = shape.threads_per_env, shape.envs_per_block
-    out = ["@cuda.jit" if sim else "@cuda.jit(cache=True)", f"def {name}({_args(layout)}):",
+    cap = f", max_registers={shape.max_registers}" if shape.max_registers else ""
+    out = ["@cuda.jit" if sim else f"@cuda.jit(cache=True{cap})", f"def {name}({_args(layout)}):",
            f"    s = {_state(layout)}",
            "    n_env = s.t.shape[0]", "    tid = cuda.threadIdx.x",
            f"    e = cuda.blockIdx.x * {epb} + tid // {tpe}", f"    lane = tid % {tpe}",

@@ -48,11 +48,10 @@ class Launcher:
     """
 
     def __init__(self, layout: Layout, buffers: Buffers, target: str, block: int = 128,
-                 threads_per_env: int | None = None):
+                 threads_per_env: int | None = None, max_registers: int | None = None):
         self.target = target
         dev = buffers.device
-        if threads_per_env is not None:
-            launch_shape(1, threads_per_env=threads_per_env)  # a bad value fails on every target
+        launch_shape(1, threads_per_env=threads_per_env, max_registers=max_registers)  # bad values fail on every target
         if target == "cpu":
             if dev.type != "cpu":
                 raise ValueError(f"the cpu target needs CPU tensors, got device {dev}")
@@ -68,7 +67,7 @@ class Launcher:
                                  f"{'on' if self.simulator else 'off'}")
             obs_elements = sum(gi.count * gi.group.obs_size for gi in layout.groups.values())
             self.shape = launch_shape(layout.num_agents, self.simulator, block, threads_per_env, obs_elements,
-                                      buffers.num_envs)
+                                      buffers.num_envs, max_registers)
             self._to_array = _host_array if self.simulator else cuda.as_cuda_array
             self._cuda = cuda
             self._stream_handle = None

@@ -85,3 +85,41 @@ def test_a_tagger_learns_to_catch_a_random_runner(tmp_path):
 def test_unknown_train_group_is_refused(tmp_path):
     with pytest.raises(ValueError, match="not groups"):
         Trainer(tiny_args(tmp_path, train_groups="wolf"))
+
+
+@pytest.mark.parametrize("env_id, kw", [("tag_continuous_v0", dict(num_taggers=2, num_runners=3, max_cycles=6)),
+                                        ("simple_tag_v3", dict(max_cycles=5, continuous_actions=True))])
+def test_rollout_and_update_never_read_a_tensor_on_the_host(tmp_path, monkeypatch, env_id, kw):
+    """On a GPU each such read is a device sync that stalls the rollout: none in the loop's hot path."""
+    args = Args(env_id=env_id, env_kwargs=kw, num_envs=4, num_steps=8, total_env_steps=64, device="cpu",
+                out=str(tmp_path), eval_episodes=0)
+    trainer = Trainer(args)
+
+    names = ("__bool__", "item", "tolist", "__float__", "__int__")
+    originals = {name: getattr(torch.Tensor, name) for name in names}
+
+    def host_read(self, *a, **k):
+        raise AssertionError("a tensor was read on the host")
+
+    def guard(on: bool):
+        for name in names:
+            setattr(torch.Tensor, name, host_read if on else originals[name])
+
+    # Adam reads its step counter, which it keeps on the CPU even for a GPU model: no device sync.
+    adam_step = trainer.opt.step
+
+    def unguarded_step(*a, **k):
+        guard(False)
+        try:
+            return adam_step(*a, **k)
+        finally:
+            guard(True)
+
+    monkeypatch.setattr(trainer.opt, "step", unguarded_step)
+    guard(True)
+    try:
+        trainer.rollout()
+        trainer.update()
+    finally:
+        guard(False)
+    assert trainer.read_metrics()["loss/tagger/entropy" if env_id == "tag_continuous_v0" else "loss/agent/entropy"] > 0

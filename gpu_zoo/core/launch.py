@@ -91,8 +91,8 @@ class Launcher:
         scratch = Buffers(buffers.layout, 1, buffers.device)
         scratch.fields.params.copy_(buffers.fields.params[:1])
         args = scratch.kernel_args(self._to_array)
-        self._launch(self.module.reset, args, 1)
-        self._launch(self.module.step, args, 1)
+        self._launch(self._kernel("reset"), args, 1)
+        self._launch(self._kernel("step"), args, 1)
 
     def _stream(self):
         handle = torch.cuda.current_stream().cuda_stream
@@ -112,11 +112,17 @@ class Launcher:
         else:
             kernel[grid, self.shape.block, self._stream()](*args)
 
+    def _kernel(self, name: str):
+        # One env on the CPU: the serial driver, which skips waking the thread pool.
+        if self.target == "cpu" and self.num_envs == 1:
+            name += "_serial"
+        return getattr(self.module, name)
+
     def step(self):
-        self._launch(self.module.step)
+        self._launch(self._kernel("step"))
 
     def reset(self):
-        self._launch(self.module.reset)
+        self._launch(self._kernel("reset"))
 
 
 __all__ = ["Launcher", "LaunchShape", "cuda_usable", "default_device", "simulator_enabled"]

@@ -218,9 +218,9 @@ def _cpu_body(name: str, stages: _Stages, layout: Layout, helpers: dict) -> str:
 
     A parallel launch wakes the thread pool, about 120 us on a 2-core machine: a hundred times a
     step of one small env, which is what the PettingZoo face runs. The serial driver loops over a
-    function of one env (``_name_env``); the parallel one keeps the body inline, since a call per
-    env, passing every field's array, cost up to 44% of a batched step. Numba compiles each only
-    when it is first called. Element stages become functions in ``helpers``, shared by the
+    function of one env (``_name_env``); the parallel one keeps the body inline, as it was, rather
+    than call that function once per env with every field's array. Numba compiles each only when
+    it is first called. Element stages become functions in ``helpers``, shared by the
     module's kernels: a stage that appears in both (the observation) is compiled once.
     """
     args = _args(layout)

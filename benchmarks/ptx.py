@@ -1,0 +1,74 @@
+r"""An env's CUDA step kernel as PTX, with ptxas's register and spill report, on a machine without a GPU.
+
+    pip install "numba-cuda[cu12]"     # NVVM and ptxas as wheels; no driver needed
+    python -m benchmarks.ptx tag_continuous_v0 --kw num_taggers=50 num_runners=950 \
+        use_full_observation=False num_other_agents_observed=10 --max-registers 80 --out /tmp/step.ptx
+
+Registers per thread decide how many blocks fit on a multiprocessor; the PTX shows what each
+element of an observation costs. Only the timing needs the GPU (``benchmarks.probe``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import subprocess
+import types
+from pathlib import Path
+
+import numba
+
+from benchmarks.probe import _kwargs
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.ptx", description=__doc__.splitlines()[0])
+    ap.add_argument("env_id")
+    ap.add_argument("--kw", nargs="*", default=[], metavar="NAME=VALUE", help="env constructor arguments")
+    ap.add_argument("--num-envs", type=int, default=2000, help="sizes the default launch shape")
+    ap.add_argument("--tpe", type=int, default=None, help="threads per env (default: the env's choice)")
+    ap.add_argument("--max-registers", type=int, default=None, help="ptxas register cap to report")
+    ap.add_argument("--cc", default="9.0", help="compute capability (default 9.0, Hopper)")
+    ap.add_argument("--out", default=None, help="write the PTX here")
+    args = ap.parse_args(argv)
+
+    from numba import cuda
+    from numba.cuda import dispatcher
+
+    import gpu_zoo
+    from gpu_zoo.core.compile import launch_shape, load_kernels
+    from gpu_zoo.core.layout import Layout
+
+    cc = tuple(int(x) for x in args.cc.split("."))
+    # Device functions ask the current device for its compute capability; there is none here.
+    dispatcher.get_current_device = lambda: types.SimpleNamespace(compute_capability=cc)
+    spec = gpu_zoo.get_spec(args.env_id)
+    layout = Layout(spec, spec.make_params(**_kwargs(args.kw)))
+    obs = sum(gi.count * gi.group.obs_size for gi in layout.groups.values())
+    shape = launch_shape(layout.num_agents, False, 128, args.tpe, obs, args.num_envs)
+    module = load_kernels(layout, "cuda", shape)
+    types_of = {"f64": numba.float64, "f32": numba.float32, "i32": numba.int32, "u8": numba.uint8}
+    sig = tuple(numba.types.Array(types_of[f.dtype], 1 + len(f.shape), "C") for f in layout.fields.values())
+    ptx, _ = cuda.compile_ptx(module.step.py_func, sig, cc=cc)
+    path = Path(args.out or f"/tmp/{args.env_id}_step.ptx")
+    path.write_text(ptx)
+    body = [ln for ln in ptx.splitlines() if ln.strip() and not ln.strip().startswith(("//", ".", "$", "{", "}"))]
+    print(f"{args.env_id} {shape}: {len(body)} PTX instructions -> {path}")
+    try:
+        import nvidia.cuda_nvcc as nvcc
+
+        ptxas = Path(nvcc.__path__[0]) / "bin" / "ptxas"
+    except ImportError:
+        print("no ptxas (pip install nvidia-cuda-nvcc-cu12): no register report")
+        return
+    cmd = [str(ptxas), f"-arch=sm_{cc[0]}{cc[1]}", "-v", str(path), "-o", "/dev/null"]
+    if args.max_registers:
+        cmd.insert(1, f"-maxrregcount={args.max_registers}")
+    report = subprocess.run(cmd, capture_output=True, text=True).stderr
+    for line in report.splitlines():
+        if re.search(r"registers|spill", line):
+            print(line.strip())
+
+
+if __name__ == "__main__":
+    main()

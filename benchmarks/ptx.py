@@ -36,7 +36,7 @@ def main(argv=None):
     from numba.cuda import dispatcher
 
     import gpu_zoo
-    from gpu_zoo.core.compile import launch_shape, load_kernels
+    from gpu_zoo.core.compile import layout_launch_shape, load_kernels
     from gpu_zoo.core.layout import Layout
 
     cc = tuple(int(x) for x in args.cc.split("."))
@@ -44,8 +44,7 @@ def main(argv=None):
     dispatcher.get_current_device = lambda: types.SimpleNamespace(compute_capability=cc)
     spec = gpu_zoo.get_spec(args.env_id)
     layout = Layout(spec, spec.make_params(**_kwargs(args.kw)))
-    obs = sum(gi.count * gi.group.obs_size for gi in layout.groups.values())
-    shape = launch_shape(layout.num_agents, False, 128, args.tpe, obs, args.num_envs)
+    shape = layout_launch_shape(layout, args.num_envs, threads_per_env=args.tpe)
     module = load_kernels(layout, "cuda", shape)
     types_of = {"f64": numba.float64, "f32": numba.float32, "i32": numba.int32, "u8": numba.uint8}
     sig = tuple(numba.types.Array(types_of[f.dtype], 1 + len(f.shape), "C") for f in layout.fields.values())

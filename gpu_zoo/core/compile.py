@@ -55,6 +55,16 @@ class LaunchShape:
 FILL_THREADS = 1 << 18
 
 
+def check_launch_options(threads_per_env: int | None, max_registers: int | None):
+    """Raises a ValueError naming what was expected (on every target, used or not)."""
+    t = threads_per_env
+    if t is not None and (isinstance(t, bool) or not isinstance(t, int) or t < 1 or t > 1024 or t & (t - 1)):
+        raise ValueError(f"threads_per_env must be a power of two in [1, 1024], got {t!r}")
+    r = max_registers
+    if r is not None and (isinstance(r, bool) or not isinstance(r, int) or not 16 <= r <= 255):
+        raise ValueError(f"max_registers must be an int in [16, 255], got {r!r}")
+
+
 def launch_shape(num_agents: int, simulator: bool = False, block: int = 128,
                  threads_per_env: int | None = None, obs_elements: int = 0, num_envs: int = 1,
                  max_registers: int | None = None) -> LaunchShape:
@@ -71,14 +81,9 @@ def launch_shape(num_agents: int, simulator: bool = False, block: int = 128,
     choice (a power of two up to 1024). ``max_registers`` caps the registers per thread of the
     compiled kernel (16 to 255; default: the compiler's choice).
     """
-    if max_registers is not None and (isinstance(max_registers, bool) or not isinstance(max_registers, int)
-                                      or not 16 <= max_registers <= 255):
-        raise ValueError(f"max_registers must be an int in [16, 255], got {max_registers!r}")
+    check_launch_options(threads_per_env, max_registers)
     if threads_per_env is not None:
-        t = threads_per_env
-        if isinstance(t, bool) or not isinstance(t, int) or t < 1 or t > 1024 or t & (t - 1):
-            raise ValueError(f"threads_per_env must be a power of two in [1, 1024], got {t!r}")
-        tpe = t
+        tpe = threads_per_env
     else:
         def pow2(n):
             return 1 << math.ceil(math.log2(max(1, n)))
@@ -88,6 +93,13 @@ def launch_shape(num_agents: int, simulator: bool = False, block: int = 128,
     if simulator:
         return LaunchShape(min(tpe, 8), 1)
     return LaunchShape(tpe, max(1, block // tpe), max_registers)
+
+
+def layout_launch_shape(layout: Layout, num_envs: int, simulator: bool = False, block: int = 128,
+                        threads_per_env: int | None = None, max_registers: int | None = None) -> LaunchShape:
+    """`launch_shape` for ``num_envs`` copies of ``layout``."""
+    return launch_shape(layout.num_agents, simulator, block, threads_per_env, layout.obs_elements, num_envs,
+                        max_registers)
 
 
 def cache_dir() -> Path:

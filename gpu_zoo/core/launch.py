@@ -9,7 +9,7 @@ import torch
 
 from . import compat
 from .buffers import Buffers
-from .compile import LaunchShape, launch_shape, load_kernels
+from .compile import LaunchShape, check_launch_options, layout_launch_shape, load_kernels
 from .layout import Layout
 
 _loaded: dict[tuple, object] = {}
@@ -51,7 +51,7 @@ class Launcher:
                  threads_per_env: int | None = None, max_registers: int | None = None):
         self.target = target
         dev = buffers.device
-        launch_shape(1, threads_per_env=threads_per_env, max_registers=max_registers)  # bad values fail on every target
+        check_launch_options(threads_per_env, max_registers)
         if target == "cpu":
             if dev.type != "cpu":
                 raise ValueError(f"the cpu target needs CPU tensors, got device {dev}")
@@ -65,9 +65,8 @@ class Launcher:
                 raise ValueError("the cuda target runs on CUDA tensors, or on CPU tensors under "
                                  f"NUMBA_ENABLE_CUDASIM=1; got device {dev} with the simulator "
                                  f"{'on' if self.simulator else 'off'}")
-            obs_elements = sum(gi.count * gi.group.obs_size for gi in layout.groups.values())
-            self.shape = launch_shape(layout.num_agents, self.simulator, block, threads_per_env, obs_elements,
-                                      buffers.num_envs, max_registers)
+            self.shape = layout_launch_shape(layout, buffers.num_envs, self.simulator, block, threads_per_env,
+                                             max_registers)
             self._to_array = _host_array if self.simulator else cuda.as_cuda_array
             self._cuda = cuda
             self._stream_handle = None
@@ -85,6 +84,7 @@ class Launcher:
             compile_seconds[key] = time.perf_counter() - t0
         self.module = _loaded[key]
         self.compile_key = key
+        self._step, self._reset = self._kernel("step"), self._kernel("reset")
 
     def _warm(self, buffers: Buffers):
         """Compiles both kernels now, on a one-env scratch batch, so the first real call is not slow."""
@@ -119,10 +119,10 @@ class Launcher:
         return getattr(self.module, name)
 
     def step(self):
-        self._launch(self._kernel("step"))
+        self._launch(self._step)
 
     def reset(self):
-        self._launch(self._kernel("reset"))
+        self._launch(self._reset)
 
 
 __all__ = ["Launcher", "LaunchShape", "cuda_usable", "default_device", "simulator_enabled"]

@@ -169,6 +169,11 @@ class Layout:
         self.words_per_env = 2 * sizes["f64"] + sizes["f32"] + sizes["i32"] + sizes["u8"] // 4
 
     @cached_property
+    def obs_elements(self) -> int:
+        """Observation values of one env: every agent's observation, all groups."""
+        return sum(gi.count * gi.group.obs_size for gi in self.groups.values())
+
+    @cached_property
     def runtime_params(self) -> tuple[str, ...]:
         """Params stored per env at run time: the float ones."""
         return tuple(f.name for f in dataclasses.fields(self.params) if f.type in (float, "float"))

@@ -48,8 +48,7 @@ class GpuZooParallelEnv(ParallelEnv):
         group_of = {a: layout.groups[g] for a, (g, _, _) in self._slots.items()}
         self._obs_spaces = {a: copy.deepcopy(gi.observation_space) for a, gi in group_of.items()}
         self._act_spaces = {a: copy.deepcopy(gi.action_space) for a, gi in group_of.items()}
-        size = sum(gi.count * gi.group.obs_size for gi in layout.groups.values())
-        self.state_space = gymnasium.spaces.Box(-np.inf, np.inf, (size,), np.float32)
+        self.state_space = gymnasium.spaces.Box(-np.inf, np.inf, (layout.obs_elements,), np.float32)
         self._window = None
         self._noop = {g: np.zeros((1, gi.count, *gi.action_shape), np.float32 if gi.action_dtype == "f32" else np.int64)
                       for g, gi in layout.groups.items()}

@@ -41,8 +41,9 @@ The vector is feature-major: block ``rel_x`` holds every observed agent's x offs
 The nearest agents are found through a grid of ``neighbour_grid`` x ``neighbour_grid`` cells
 over the arena, searched ring by ring outward from the observer's cell until no unvisited
 cell can hold anything nearer: the same agents, in the same order, as a scan over all of them
-(ties go to the lower agent index), at a cost that grows with k rather than with the number of
-agents. The default grid has about k agents per cell; ``neighbour_grid=1`` scans everyone.
+(ties go to the lower agent index). Each observer then looks at the agents of a few cells near
+it instead of all of them; sorting the agents into cells reads every agent once per cell. The
+default grid has about k agents per cell; ``neighbour_grid=1`` scans everyone.
 
 An agent out of the game observes zeros from the step after it left. WarpDrive's observation is
 the table without ``own``: every feature is relative to the observer, so the offsets to the

@@ -12,7 +12,7 @@ from gpu_zoo.core.batched import BatchedEnv
 from tests.helpers import GRID_SMALL, PZ_CONFIGS
 
 CASES = {
-    "tag_full": ("tag_continuous_v0", dict(num_taggers=2, num_runners=3, max_cycles=6, tagging_distance=0.15)),
+    "tag_full": ("tag_continuous_v0", dict(num_taggers=2, num_runners=4, max_cycles=6, tagging_distance=0.15)),
     "tag_knn": ("tag_continuous_v0", dict(num_taggers=1, num_runners=5, max_cycles=5, tagging_distance=0.2,
                                           use_full_observation=False, num_other_agents_observed=3)),
     "tag_own_state": ("tag_continuous_v0", dict(num_taggers=1, num_runners=2, max_cycles=4, tagging_distance=0.2,

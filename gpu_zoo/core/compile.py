@@ -129,7 +129,8 @@ class _Stages:
     compiled kernel serves both the batched face and the PettingZoo one).
 
     Kinds: ``agent``, ``env`` and ``item`` call a phase; ``elem`` assigns ``s.<target>_<group>[e, ai, i]``
-    for every observation element of every group, from an expression of ``a``, ``ai`` and ``i``.
+    for every observation element of every group, from an expression of ``a``, ``ai`` and ``i``. An
+    observation (``observed``) is computed only for agents that are `observing`; the others get zeros.
     """
 
     def __init__(self):
@@ -143,14 +144,14 @@ class _Stages:
         self.imports[alias] = (mod, name)
         if isinstance(phase, PerObs):
             self.per_obs.add(alias)
-            self.elem("obs", f"{alias}(s, p, e, a, i)", guard)
+            self.elem("obs", f"{alias}(s, p, e, a, i)", guard, observed=True)
         elif isinstance(phase, PerItem):
             self.items.append(("item", (alias, phase.count), guard))
         else:
             self.items.append(("agent" if isinstance(phase, PerAgent) else "env", alias, guard))
 
-    def elem(self, target: str, value: str, guard: str = ""):
-        self.items.append(("elem", (target, value), guard))
+    def elem(self, target: str, value: str, guard: str = "", observed: bool = False):
+        self.items.append(("elem", (target, value, observed), guard))
 
     def observe(self, phases, guard: str = ""):
         for ph in phases:
@@ -215,13 +216,16 @@ def _params_source(layout: Layout, deco: str) -> tuple[str, list[str]]:
     return "\n".join(body), names
 
 
-def _cpu_elem_helper(name: str, target: str, value: str, layout: Layout) -> str:
+def _cpu_elem_helper(name: str, target: str, value: str, observed: bool, layout: Layout) -> str:
     """An element stage as its own function: inlined in the parfor body it computes wrong values."""
     out = ["@njit(cache=True, _nrt=False, error_model='numpy')", f"def {name}(s, p, e):"]
     for gi in layout.groups.values():
-        out += [f"    for ai in range({gi.count}):", f"        a = ai + {gi.lo}",
-                f"        for i in range({gi.group.obs_size}):",
-                f"            s.{target}_{gi.name}[e, ai, i] = {value.format(g=gi.name)}"]
+        D, store = gi.group.obs_size, f"s.{target}_{gi.name}[e, ai, i]"
+        out += [f"    for ai in range({gi.count}):", f"        a = ai + {gi.lo}"]
+        if observed:
+            out += ["        if not _observing(s, e, a):", f"            for i in range({D}):",
+                    f"                {store} = np.float32(0.0)", "            continue"]
+        out += [f"        for i in range({D}):", f"            {store} = {value.format(g=gi.name)}"]
     return "\n".join(out)
 
 
@@ -269,16 +273,41 @@ def _cpu_stages(stages: _Stages, layout: Layout, helpers: dict) -> list[str]:
     return out
 
 
-def _cuda_elem_loop(gi, tpe: int, assign: str) -> list[str]:
-    """Lines looping one lane over its elements of a group's (agents, obs) block, ``tpe`` apart.
+# Observation rows at least this long get a warp (or the env's lanes, if fewer) each.
+ROW_MIN = 32
 
-    The (agent, element) pair advances by a compile-time step with one carry instead of being
-    divided out of a flat index: 64-bit integer division costs more than most elements.
+
+def _cuda_elem_loop(gi, tpe: int, store: str, value: str, observed: bool) -> list[str]:
+    """Lines looping one lane over its elements of a group's (agents, obs) block.
+
+    Long rows (``ROW_MIN`` elements or more) go a row to a warp: the lanes of a warp step through
+    one agent's row, so what holds for the whole row (``observing``) is read once, and the index
+    arithmetic per element is one add. Rows are dealt to warps by agent index over all groups,
+    so a small group does not start on the warp a large one ended on.
+
+    Short rows go flat: consecutive lanes take consecutive elements of the block, the (agent,
+    element) pair advancing by a compile-time step with one carry instead of being divided out of
+    a flat index (64-bit integer division costs more than most elements).
     """
-    D = gi.group.obs_size
+    D, n, lo = gi.group.obs_size, gi.count, gi.lo
+    zero = "np.float32(0.0)"
+    if D >= ROW_MIN:
+        W = min(32, tpe)
+        R = tpe // W
+        row = [f"                {store} = {value}", f"                i += {W}"]
+        out = [f"        a = {lo} + ((lane // {W} + {R - lo % R}) & {R - 1})", f"        while a < {lo + n}:",
+               f"            ai = a - {lo}", f"            i = lane & {W - 1}"]
+        if observed:
+            out += ["            if _observing(s, e, a):", f"                while i < {D}:",
+                    *("    " + ln for ln in row), "            else:", f"                while i < {D}:",
+                    f"                    {store} = {zero}", f"                    i += {W}"]
+        else:
+            out += [f"            while i < {D}:", *row]
+        return out + [f"            a += {R}"]
     da, di = divmod(tpe, D)
-    return ["        ai = lane // " + str(D), f"        i = lane - ai * {D}", f"        while ai < {gi.count}:",
-            f"            a = ai + {gi.lo}", "            " + assign,
+    val = f"{value} if _observing(s, e, a) else {zero}" if observed else value
+    return [f"        ai = lane // {D}", f"        i = lane - ai * {D}", f"        while ai < {n}:",
+            f"            a = ai + {lo}", f"            {store} = {val}",
             f"            ai += {da}", f"            i += {di}", f"            if i >= {D}:",
             f"                i -= {D}", "                ai += 1"]
 
@@ -287,10 +316,12 @@ def _cuda_body(name: str, stages: _Stages, layout: Layout, shape: LaunchShape, s
     A = layout.num_agents
     tpe, epb = shape.threads_per_env, shape.envs_per_block
     cap = f", max_registers={shape.max_registers}" if shape.max_registers else ""
+    # Masks tell the compiler that env and lane are not negative, so array indices built from
+    # them skip Numba's wraparound for negative indices (a compare and a select per index).
     out = ["@cuda.jit" if sim else f"@cuda.jit(cache=True{cap})", f"def {name}({_args(layout)}):",
            f"    s = {_state(layout)}",
-           "    n_env = s.t.shape[0]", "    tid = cuda.threadIdx.x",
-           f"    e = cuda.blockIdx.x * {epb} + tid // {tpe}", f"    lane = tid % {tpe}",
+           "    n_env = s.t.shape[0]", "    tid = cuda.threadIdx.x & 1023",
+           f"    e = (cuda.blockIdx.x & 0x7FFFFFFF) * {epb} + tid // {tpe}", f"    lane = tid & {tpe - 1}",
            "    ok = e < n_env", "    p = _params(s, min(e, n_env - 1))"]
     for kind, fn, guard in stages.items:
         cond = {"": "ok", "done": "ok and s.done[e]", "restart": "ok and s.done[e] and s.autoreset[e]"}[guard]
@@ -302,11 +333,11 @@ def _cuda_body(name: str, stages: _Stages, layout: Layout, shape: LaunchShape, s
         elif kind == "item":
             out += [f"    if {cond}:", "        k = lane", f"        while k < {fn[1]}:",
                     f"            {fn[0]}(s, p, e, k)", f"            k += {tpe}"]
-        else:  # consecutive lanes take consecutive elements of the env's (agents, obs) block
-            target, value = fn
+        else:
+            target, value, observed = fn
             out.append(f"    if {cond}:")
             for gi in layout.groups.values():
-                out += _cuda_elem_loop(gi, tpe, f"s.{target}_{gi.name}[e, ai, i] = {value.format(g=gi.name)}")
+                out += _cuda_elem_loop(gi, tpe, f"s.{target}_{gi.name}[e, ai, i]", value.format(g=gi.name), observed)
         out.append("    cuda.syncthreads()")
     return "\n".join(out)
 
@@ -339,7 +370,9 @@ def generate_source(layout: Layout, target: str, shape: LaunchShape | None) -> s
         "from collections import namedtuple",
         "from numba import njit, prange" if target == "cpu" else "from numba import njit, cuda",
         *sorted(f"from {m} import {n} as {a}" for a, (m, n) in imports.items()),
+        "from gpu_zoo.core.episode import observing as _observing",
         *(["from gpu_zoo.core.rebuild import rebuild, plain, cuda_device", "_memo = {}"] if cuda else []),
+        *(["_observing = rebuild(_observing, " + wrap + ", _memo)"] if cuda else []),
         *(f"{a} = rebuild({a}, {wrap}, _memo)" for a in (sorted(imports) if cuda else ())),
         # On the CPU an observation function and its helpers are inlined into the element loop: a
         # call per element, passing the state tuple (every field's array), costs more than most elements.

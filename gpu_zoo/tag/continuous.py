@@ -68,7 +68,6 @@ import gymnasium
 import numpy as np
 
 from gpu_zoo.core import EnvSpec, Field, Group, ObsBlock, PerAgent, PerEnv, PerItem, PerObs, kernel_fn
-from gpu_zoo.core.episode import observing
 from gpu_zoo.core.rng import randint, uniform
 
 _TWO_PI = np.float32(2.0 * math.pi)
@@ -301,17 +300,21 @@ def count_runners(s, p, e):
 
 @kernel_fn
 def _feature(s, p, e, a, j, f):
-    """Feature ``f`` (in `FEATURES` order) of agent j as seen by agent a."""
+    """Feature ``f`` (in `FEATURES` order) of agent j as seen by agent a.
+
+    Scales are reciprocals of params, which the compiler computes once outside the element loop:
+    a division per element costs several instructions on a GPU.
+    """
     if f == 0:
-        return (s.pos_x[e, j] - s.pos_x[e, a]) / (_SQRT2 * p.grid_length)
+        return (s.pos_x[e, j] - s.pos_x[e, a]) * (_ONE / (_SQRT2 * p.grid_length))
     if f == 1:
-        return (s.pos_y[e, j] - s.pos_y[e, a]) / (_SQRT2 * p.grid_length)
+        return (s.pos_y[e, j] - s.pos_y[e, a]) * (_ONE / (_SQRT2 * p.grid_length))
     if f == 2:
-        return (s.speed[e, j] - s.speed[e, a]) / (p.max_speed + _EPS)
+        return (s.speed[e, j] - s.speed[e, a]) * (_ONE / (p.max_speed + _EPS))
     if f == 3:
-        return (s.acceleration[e, j] - s.acceleration[e, a]) / (p.max_speed + _EPS)
+        return (s.acceleration[e, j] - s.acceleration[e, a]) * (_ONE / (p.max_speed + _EPS))
     if f == 4:
-        return (s.heading[e, j] - s.heading[e, a]) / _TWO_PI
+        return (s.heading[e, j] - s.heading[e, a]) * (_ONE / _TWO_PI)
     if f == 5:
         return _ONE if j < p.tagger_hi else _ZERO
     return _ONE if s.alive[e, j] else _ZERO
@@ -430,16 +433,29 @@ def _nearest(s, p, e, a):
 
 @kernel_fn
 def find_neighbours(s, p, e, a):
-    """k-nearest mode: agent a lists the nearest others in the game for `observe` to read."""
-    s.nbr_count[e, a] = _nearest(s, p, e, a) if observing(s, e, a) else 0
+    """k-nearest mode: an agent leaving the game at this step lists its nearest others; the rest none yet.
+
+    Agents in the game list theirs in `find_neighbours_by_cell`.
+    """
+    s.nbr_count[e, a] = _nearest(s, p, e, a) if s.term[e, a] and not s.alive[e, a] else 0
+
+
+@kernel_fn
+def find_neighbours_by_cell(s, p, e, k):
+    """k-nearest mode: the k-th agent in the game, in cell order, lists the nearest others in the game.
+
+    Taking observers in cell order rather than by index gives neighbouring GPU threads observers
+    in one cell: they search the same cells, so their loops run alike and their reads coincide.
+    """
+    if k < s.cell_start[e, p.cells * p.cells]:
+        a = s.cell_agents[e, k]
+        s.nbr_count[e, a] = _nearest(s, p, e, a)
 
 
 @kernel_fn
 def observe(s, p, e, a, i):
     """Element i of agent a's feature-major observation."""
     k = p.num_observed
-    if not observing(s, e, a):
-        return _ZERO
     if i == 7 * k:
         return np.float32(s.t[e]) / np.float32(p.max_cycles)
     if i > 7 * k:  # observe_own_state: what the relative features leave out
@@ -468,7 +484,7 @@ def observe_phases(p: TagParams) -> tuple:
         return (PerObs(observe),)
     cells = p.search_grid ** 2
     return (PerAgent(bin_agent), PerItem(count_cell, cells), PerEnv(cell_offsets), PerItem(fill_cell, cells),
-            PerAgent(find_neighbours), PerObs(observe))
+            PerAgent(find_neighbours), PerItem(find_neighbours_by_cell, p.num_agents), PerObs(observe))
 
 
 # ------------------------------------------------------------------ render

@@ -49,7 +49,6 @@ import gymnasium
 import numpy as np
 
 from gpu_zoo.core import EnvSpec, Field, Group, ObsBlock, PerAgent, PerEnv, PerObs, kernel_fn
-from gpu_zoo.core.episode import observing
 from gpu_zoo.core.rng import randint
 
 _ZERO = np.float32(0.0)
@@ -200,32 +199,31 @@ def find_target(s, p, e, a):
 
 @kernel_fn
 def observe(s, p, e, a, i):
-    if not observing(s, e, a):
-        return _ZERO
-    scale = np.float32(p.grid_length)
+    # Multiplying by a reciprocal: a division per element costs several instructions on a GPU.
+    inv = _ONE / np.float32(p.grid_length)
     if i == p.obs_size - 1:
-        return np.float32(s.t[e]) / np.float32(p.max_cycles)
+        return np.float32(s.t[e]) * (_ONE / np.float32(p.max_cycles))
     if p.use_full_observation:
         A = p.num_agents  # blocks of A values; subtracting is cheaper than dividing on a GPU
         if i < A:
-            return np.float32(s.x[e, i]) / scale
+            return np.float32(s.x[e, i]) * inv
         if i < 2 * A:
-            return np.float32(s.y[e, i - A]) / scale
+            return np.float32(s.y[e, i - A]) * inv
         if i < 3 * A:
             return _ONE if i - 2 * A >= p.runner_lo else _ZERO
         if i < 4 * A:
             return _ONE if i - 3 * A == a else _ZERO
         return _ONE if s.alive[e, i - 4 * A] else _ZERO
     if i == 0:
-        return np.float32(s.x[e, a]) / scale
+        return np.float32(s.x[e, a]) * inv
     if i == 1:
-        return np.float32(s.y[e, a]) / scale
+        return np.float32(s.y[e, a]) * inv
     if i == 4:
         return _ONE if a >= p.runner_lo else _ZERO
     j = s.target[e, a]
     if j < 0:
         return _ZERO
-    return np.float32(s.x[e, j] if i == 2 else s.y[e, j]) / scale
+    return np.float32(s.x[e, j] if i == 2 else s.y[e, j]) * inv
 
 
 def constants(p: GridTagParams) -> dict:

@@ -66,6 +66,34 @@ def test_neighbours_match_a_full_scan(scene, grid):
                 assert count[e, a] == 0
 
 
+@pytest.mark.parametrize("grid", [1, 4])
+def test_a_runner_tagged_this_step_lists_the_others_still_in_the_game(scene, grid):
+    """Its terminal observation is a real one: its own nearest others, itself out of the game."""
+    (xs, ys), alive = scene
+    xs, ys = xs.copy(), ys.copy()
+    runner = 5
+    alive = alive.copy()
+    alive[:, runner] = True
+    xs[:, runner], ys[:, runner] = xs[:, 0], ys[:, 0]  # on tagger 0: tagged at once
+    env = gpu_zoo.make("tag_continuous_v0", num_envs=NUM_ENVS, device="cpu", neighbour_grid=grid,
+                       **{**CONFIG, "tagging_distance": 0.01})
+    env.reset(seed=0)
+    env.state.pos_x[:] = torch.from_numpy(xs)
+    env.state.pos_y[:] = torch.from_numpy(ys)
+    env.state.alive[:] = torch.from_numpy(alive)
+    env.step(noop_actions(env))
+    assert not env.state.alive[:, runner].any() and env.state.term[:, runner].all()
+    k = CONFIG["num_other_agents_observed"]
+    left = env.state.alive.numpy().astype(bool)
+    idx, count = env.state.nbr_idx.numpy(), env.state.nbr_count.numpy()
+    for e in range(NUM_ENVS):
+        with_runner = left[e].copy()
+        with_runner[runner] = True  # the reference lists an agent's others: add the runner, drop it after
+        want = _reference(xs[e], ys[e], with_runner, k)[runner]
+        assert idx[e, runner, :count[e, runner]].tolist() == want, e
+        assert runner not in idx[e, 0, :count[e, 0]].tolist()
+
+
 def test_observations_do_not_depend_on_the_grid(scene):
     positions, alive = scene
     _, full_scan = _stepped(1, positions, alive)

@@ -50,6 +50,15 @@ def test_a_register_cap_reaches_the_generated_kernel():
     assert "@cuda.jit(cache=True)" in generate_source(layout, "cuda", launch_shape(5))
 
 
+def test_wide_blocks_get_a_register_cap_unless_the_shape_is_chosen():
+    from gpu_zoo.core.compile import WIDE_BLOCK_REGISTERS
+
+    assert launch_shape(1000, num_envs=2000).max_registers == WIDE_BLOCK_REGISTERS
+    assert launch_shape(1000, num_envs=2000, max_registers=96).max_registers == 96
+    assert launch_shape(1000, num_envs=2000, threads_per_env=256).max_registers is None
+    assert launch_shape(5, num_envs=2000).max_registers is None
+
+
 @pytest.mark.parametrize("bad", [8, 256, 64.0, True])
 def test_bad_max_registers_is_rejected(bad):
     with pytest.raises(ValueError, match="max_registers"):

@@ -51,9 +51,9 @@ class BatchedEnv:
         threads_per_env: CUDA threads per env, a power of two up to 1024. The default is one per agent
             (at most 256), and more while ``num_envs`` is too small to fill the GPU and the
             observations are large: see `gpu_zoo.core.compile.launch_shape`.
-        max_registers: cap on the CUDA kernel's registers per thread (default: the compiler's
-            choice); a lower cap lets more blocks run at once on each multiprocessor, at the cost
-            of spills.
+        max_registers: cap on the CUDA kernel's registers per thread (default: 80 for blocks of
+            256 threads, else the compiler's choice); a lower cap lets more blocks run at once on
+            each multiprocessor, at the cost of spills.
         **params: the environment's constructor arguments.
     """
 

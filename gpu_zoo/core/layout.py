@@ -174,6 +174,15 @@ class Layout:
         return sum(gi.count * gi.group.obs_size for gi in self.groups.values())
 
     @cached_property
+    def scratch_fields(self) -> frozenset[str]:
+        """Fields that phases use as scratch: undefined between steps, and untouched on a GPU."""
+        out = set()
+        for kind in ("reset", "step", "observe"):
+            for phase in self.spec.phases(kind, self.params):
+                out.update(getattr(phase, "scratch", ()))
+        return frozenset(out)
+
+    @cached_property
     def runtime_params(self) -> tuple[str, ...]:
         """Params stored per env at run time: the float ones."""
         return tuple(f.name for f in dataclasses.fields(self.params) if f.type in (float, "float"))

@@ -84,11 +84,28 @@ class Group:
         return sum(b.size for b in self.obs)
 
 
+def _check_scratch(scratch) -> tuple:
+    if isinstance(scratch, str) or not all(isinstance(n, str) for n in scratch):
+        raise TypeError(f"scratch must be a tuple of field names, got {scratch!r}")
+    return tuple(scratch)
+
+
 @dataclass(frozen=True)
 class PerAgent:
-    """A phase run once per agent: ``fn(s, p, e, a)``. Agent ``a`` may write only its own cells."""
+    """A phase run once per agent: ``fn(s, p, e, a)``. Agent ``a`` may write only its own cells.
+
+    ``scratch`` names fields of shape ``(n,)`` (per env) that ``fn`` takes as extra arguments after
+    the usual ones: 1-D arrays of length n for its own temporary values, which do not outlive
+    the call. On a GPU each thread gets its own (local memory: what a thread reads back right
+    after writing it stays in the multiprocessor, where a global array would round-trip through
+    the cache); on the CPU, where an env runs on one thread, the env's row of the field.
+    """
 
     fn: Callable
+    scratch: tuple = ()
+
+    def __post_init__(self):
+        object.__setattr__(self, "scratch", _check_scratch(self.scratch))
 
 
 @dataclass(frozen=True)
@@ -104,15 +121,17 @@ class PerItem:
 
     For work over an env's own items that are not agents, such as the cells of a map: on a GPU
     the env's threads share the items instead of one thread looping over all of them. Item
-    ``k`` may write only its own cells.
+    ``k`` may write only its own cells. ``scratch`` as for `PerAgent`.
     """
 
     fn: Callable
     count: int
+    scratch: tuple = ()
 
     def __post_init__(self):
         if isinstance(self.count, bool) or not isinstance(self.count, int) or self.count < 0:
             raise ValueError(f"PerItem count must be a non-negative int, got {self.count!r}")
+        object.__setattr__(self, "scratch", _check_scratch(self.scratch))
 
 
 @dataclass(frozen=True)

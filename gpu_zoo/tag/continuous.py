@@ -168,9 +168,10 @@ def fields(p: TagParams) -> tuple[Field, ...]:
     # Declared (empty) in full mode too: the kernels type both branches of observe.
     knn = not p.use_full_observation
     kk, aa, cc = (k, A, p.search_grid ** 2 + 1) if knn else (0, 0, 0)
-    out += [Field("nbr_idx", "i32", (A, kk), "nearest-neighbour scratch: ids"),
-            Field("nbr_d2", "f32", (A, kk), "nearest-neighbour scratch: squared distances"),
-            Field("nbr_count", "i32", (A,), "nearest-neighbour scratch: how many are listed"),
+    out += [Field("nbr_idx", "i32", (A, kk), "nearest others in the game, nearest first"),
+            Field("nbr_count", "i32", (A,), "how many nbr_idx lists"),
+            Field("nbr_d2", "f32", (kk,), "search scratch: squared distances of the list so far"),
+            Field("nbr_j", "i32", (kk,), "search scratch: indices of the list so far"),
             Field("cell_of", "i32", (aa,), "search grid: cell of each agent in the game, else -1"),
             Field("cell_start", "i32", (cc,), "search grid: where each cell's agents start in cell_agents"),
             Field("cell_agents", "i32", (aa,), "search grid: agents in the game by cell, by index within one")]
@@ -374,29 +375,29 @@ def fill_cell(s, p, e, c):
 
 
 @kernel_fn
-def _offer(s, e, a, j, d2, n, k):
-    """Inserts candidate j at squared distance d2 into agent a's sorted list of n (at most k).
+def _offer(d2s, js, j, d2, n, k):
+    """Inserts candidate j at squared distance d2 into the sorted list of n (at most k) in d2s, js.
 
     Order is by distance, then by agent index, so the result does not depend on visiting order.
     """
     i = n if n < k else k - 1
-    while i > 0 and (s.nbr_d2[e, a, i - 1] > d2 or (s.nbr_d2[e, a, i - 1] == d2 and s.nbr_idx[e, a, i - 1] > j)):
-        s.nbr_d2[e, a, i] = s.nbr_d2[e, a, i - 1]
-        s.nbr_idx[e, a, i] = s.nbr_idx[e, a, i - 1]
+    while i > 0 and (d2s[i - 1] > d2 or (d2s[i - 1] == d2 and js[i - 1] > j)):
+        d2s[i] = d2s[i - 1]
+        js[i] = js[i - 1]
         i -= 1
-    s.nbr_d2[e, a, i] = d2
-    s.nbr_idx[e, a, i] = j
+    d2s[i] = d2
+    js[i] = j
     return n + 1 if n < k else n
 
 
 @kernel_fn
-def _nearest(s, p, e, a):
-    """Fills agent a's neighbour scratch with the k nearest others in the game; returns how many.
+def _nearest(s, p, e, a, d2s, js):
+    """Lists in ``nbr_idx`` the k nearest others in the game of agent a; returns how many.
 
     Rings of cells around a's own: after ring r every agent not yet seen is farther than r cell
     widths, so the search stops once the k-th nearest is closer than that (with a margin for
-    rounding in the cell assignment). The k-th entry is kept in registers, so most candidates
-    are rejected with one comparison.
+    rounding in the cell assignment). The list is kept sorted in the scratch ``d2s``, ``js`` and
+    its k-th entry in registers, so most candidates are rejected with one comparison.
     """
     k, G = p.num_observed, p.cells
     x, y = s.pos_x[e, a], s.pos_y[e, a]
@@ -423,25 +424,27 @@ def _nearest(s, p, e, a):
                     d2 = ddx * ddx + ddy * ddy
                     if n == k and (d2 > worst_d2 or (d2 == worst_d2 and j > worst_j)):
                         continue
-                    n = _offer(s, e, a, j, d2, n, k)
-                    worst_d2, worst_j = s.nbr_d2[e, a, n - 1], s.nbr_idx[e, a, n - 1]
+                    n = _offer(d2s, js, j, d2, n, k)
+                    worst_d2, worst_j = d2s[n - 1], js[n - 1]
         reach = np.float32(r) * width
         if n == k and worst_d2 < reach * reach * _SEARCH_MARGIN:
             break
+    for i in range(n):
+        s.nbr_idx[e, a, i] = js[i]
     return n
 
 
 @kernel_fn
-def find_neighbours(s, p, e, a):
+def find_neighbours(s, p, e, a, d2s, js):
     """k-nearest mode: an agent leaving the game at this step lists its nearest others; the rest none yet.
 
     Agents in the game list theirs in `find_neighbours_by_cell`.
     """
-    s.nbr_count[e, a] = _nearest(s, p, e, a) if s.term[e, a] and not s.alive[e, a] else 0
+    s.nbr_count[e, a] = _nearest(s, p, e, a, d2s, js) if s.term[e, a] and not s.alive[e, a] else 0
 
 
 @kernel_fn
-def find_neighbours_by_cell(s, p, e, k):
+def find_neighbours_by_cell(s, p, e, k, d2s, js):
     """k-nearest mode: the k-th agent in the game, in cell order, lists the nearest others in the game.
 
     Taking observers in cell order rather than by index gives neighbouring GPU threads observers
@@ -449,7 +452,7 @@ def find_neighbours_by_cell(s, p, e, k):
     """
     if k < s.cell_start[e, p.cells * p.cells]:
         a = s.cell_agents[e, k]
-        s.nbr_count[e, a] = _nearest(s, p, e, a)
+        s.nbr_count[e, a] = _nearest(s, p, e, a, d2s, js)
 
 
 @kernel_fn
@@ -479,12 +482,16 @@ def observe(s, p, e, a, i):
     return _feature(s, p, e, a, j, f)
 
 
+_SCRATCH = ("nbr_d2", "nbr_j")
+
+
 def observe_phases(p: TagParams) -> tuple:
     if p.use_full_observation:
         return (PerObs(observe),)
     cells = p.search_grid ** 2
     return (PerAgent(bin_agent), PerItem(count_cell, cells), PerEnv(cell_offsets), PerItem(fill_cell, cells),
-            PerAgent(find_neighbours), PerItem(find_neighbours_by_cell, p.num_agents), PerObs(observe))
+            PerAgent(find_neighbours, scratch=_SCRATCH), PerItem(find_neighbours_by_cell, p.num_agents, _SCRATCH),
+            PerObs(observe))
 
 
 # ------------------------------------------------------------------ render

@@ -1,7 +1,10 @@
 """Steps every registered env a few times on the GPU, for NVIDIA's compute-sanitizer.
 
     compute-sanitizer --tool racecheck python -m benchmarks.sanitize [ENV_ID ...]
-    compute-sanitizer --tool memcheck  python -m benchmarks.sanitize [ENV_ID ...]
+    compute-sanitizer --tool memcheck --report-api-errors no python -m benchmarks.sanitize [ENV_ID ...]
+
+(torch and Numba probe the driver for optional entry points; memcheck would count each failed
+probe, ``cuGetProcAddress``, as an error.)
 
 Small configurations (several launch shapes per env), 37 envs so the last block is partly empty,
 no CUDA graphs (the sanitizer then sees every launch). ``STEPS`` sets the steps per env (9).

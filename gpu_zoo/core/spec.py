@@ -140,7 +140,9 @@ class PerObs:
 
     It returns element ``i`` of agent ``a``'s observation. The core stores it in
     ``s.obs_<group>``, with neighbouring threads writing neighbouring elements: coalesced on a
-    GPU, where a row written by each agent's own thread is not.
+    GPU, where a row written by each agent's own thread is not. It is called only for agents
+    that are `gpu_zoo.core.episode.observing` (in the game, or leaving it at this step); the
+    core writes zeros for the others.
     """
 
     fn: Callable

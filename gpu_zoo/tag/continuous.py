@@ -391,44 +391,59 @@ def _offer(d2s, js, j, d2, n, k):
 
 
 @kernel_fn
+def _scan(s, e, a, lo, hi, d2s, js, n, k, worst_d2, worst_j):
+    """Offers agent a's list the agents ``cell_agents[e, lo:hi]``; returns (n, worst_d2, worst_j)."""
+    x, y = s.pos_x[e, a], s.pos_y[e, a]
+    for at in range(lo, hi):
+        j = s.cell_agents[e, at]
+        if j == a:
+            continue
+        ddx, ddy = s.pos_x[e, j] - x, s.pos_y[e, j] - y
+        d2 = ddx * ddx + ddy * ddy
+        if n == k and (d2 > worst_d2 or (d2 == worst_d2 and j > worst_j)):
+            continue
+        n = _offer(d2s, js, j, d2, n, k)
+        worst_d2, worst_j = d2s[n - 1], js[n - 1]
+    return n, worst_d2, worst_j
+
+
+@kernel_fn
 def _nearest(s, p, e, a, d2s, js):
     """Lists in ``nbr_idx`` the k nearest others in the game of agent a; returns how many.
 
-    Rings of cells around a's own: after ring r every agent not yet seen is farther than r cell
-    widths, so the search stops once the k-th nearest is closer than that (with a margin for
-    rounding in the cell assignment). The list is kept sorted in the scratch ``d2s``, ``js`` and
-    its k-th entry in registers, so most candidates are rejected with one comparison.
+    Squares of cells around a's own, growing by a ring: once the square reaches r cells out, every
+    agent not yet seen is farther than r cell widths, so the search stops when the k-th nearest is
+    closer than that (with a margin for rounding in the cell assignment). It starts with the 3 x 3
+    square, whose rows (like a ring's top and bottom rows) are contiguous runs of ``cell_agents``:
+    one loop each. The list is kept sorted in the scratch ``d2s``, ``js`` and its k-th entry in
+    registers, so most candidates are rejected with one comparison.
     """
     k, G = p.num_observed, p.cells
-    x, y = s.pos_x[e, a], s.pos_y[e, a]
     cx, cy = _cell(s, p, e, a)
     width = p.grid_length / np.float32(G)
     last = max(max(cx, G - 1 - cx), max(cy, G - 1 - cy))
     n, worst_d2, worst_j = 0, _ZERO, -1
-    for r in range(last + 1):
+    r = min(1, last)
+    while True:
         for dy in range(-r, r + 1):
             row = cy + dy
             if row < 0 or row >= G:
                 continue
-            step = 1 if (dy == -r or dy == r) else 2 * r  # inner rows: the ring's two end cells only
-            for dx in range(-r, r + 1, step):
-                col = cx + dx
-                if col < 0 or col >= G:
-                    continue
-                c = row * G + col
-                for at in range(s.cell_start[e, c], s.cell_start[e, c + 1]):
-                    j = s.cell_agents[e, at]
-                    if j == a:
-                        continue
-                    ddx, ddy = s.pos_x[e, j] - x, s.pos_y[e, j] - y
-                    d2 = ddx * ddx + ddy * ddy
-                    if n == k and (d2 > worst_d2 or (d2 == worst_d2 and j > worst_j)):
-                        continue
-                    n = _offer(d2s, js, j, d2, n, k)
-                    worst_d2, worst_j = d2s[n - 1], js[n - 1]
+            base = row * G
+            if r <= 1 or dy == -r or dy == r:  # a whole row: of the first square, or a ring's top or bottom
+                lo = s.cell_start[e, base + max(cx - r, 0)]
+                hi = s.cell_start[e, base + min(cx + r, G - 1) + 1]
+                n, worst_d2, worst_j = _scan(s, e, a, lo, hi, d2s, js, n, k, worst_d2, worst_j)
+                continue
+            for col in (cx - r, cx + r):  # a ring's inner rows: its two end cells
+                if 0 <= col < G:
+                    c = base + col
+                    n, worst_d2, worst_j = _scan(s, e, a, s.cell_start[e, c], s.cell_start[e, c + 1], d2s, js,
+                                                 n, k, worst_d2, worst_j)
         reach = np.float32(r) * width
-        if n == k and worst_d2 < reach * reach * _SEARCH_MARGIN:
+        if r >= last or (n == k and worst_d2 < reach * reach * _SEARCH_MARGIN):
             break
+        r += 1
     for i in range(n):
         s.nbr_idx[e, a, i] = js[i]
     return n

@@ -14,7 +14,8 @@ class Case:
 
     Attributes:
         workload: what is stepped, the same for every system compared on it
-            (``simple_tag``, ``tag_continuous``, ``tag_gridworld``, ``gather_trade_build``, ``train_*``).
+            (``simple_tag``, ``tag_continuous``, ``tag_gridworld``, ``gather_trade_build``, ``train_*``,
+            ``sb3_simple_tag``).
         system: who steps it (``gpu_zoo``, ``mpe2``, ``supersuit``, ``vmas``, ``jaxmarl``,
             ``jaxmarl_scan``, ``warpdrive``).
         device: ``cuda`` or ``cpu``.
@@ -38,6 +39,7 @@ class Case:
 
 
 GTB = "gather_trade_build"
+SB3 = "sb3_simple_tag"
 
 
 def tag_continuous_kwargs(agents: int) -> dict:
@@ -62,6 +64,7 @@ _FULL = {
     GTB: [1, 1024, 16384, 65536],
     "train": [("simple_tag_v3", 16384, {}), ("tag_continuous_v0", 2000, tag_continuous_kwargs(5)),
               ("tag_gridworld_v0", 2000, gridworld_kwargs(5))],
+    SB3: [192],  # SB3 vector slots: 64 of our envs x 3 adversaries, 48 SuperSuit envs x 4 agents
 }
 # Tiny sizes reuse the small configurations of the test suite (tests/helpers.py), whose kernels
 # the tests have usually compiled already: the CI run then compiles almost nothing.
@@ -74,6 +77,7 @@ _TINY = {
     "tag_gridworld": [(4, _GRID_SMALL)],
     GTB: [],  # its kernels take minutes to compile on a small CPU: measured at full sizes only
     "train": [("tag_gridworld_v0", 4, _GRID_SMALL)],
+    SB3: [12],
 }
 
 
@@ -104,6 +108,7 @@ def train_cases(device: str, sizes: str) -> list[Case]:
                 {**kw, "env_id": env_id, "num_steps": steps, "iterations": iterations, "repeats": repeats})
            for env_id, n, kw in t["train"]]
     out.append(Case("train_tag_continuous", "warpdrive", device, 100, {"env_id": "tag_continuous"}))
+    out += [Case(SB3, s, "cpu", n) for n in t[SB3] for s in ("gpu_zoo", "supersuit")]  # SB3 trains on the CPU
     return out
 
 

@@ -13,6 +13,7 @@ WORKLOADS = {
     "tag_continuous": "Tag continuous (agents per env vary)",
     "tag_gridworld": "Tag gridworld (one runner, 100 x 100 grid, 100-step episodes)",
     "gather_trade_build": "Gather-trade-build",
+    "sb3_simple_tag": "stable-baselines3 PPO on simple_tag: our VecEnv against SuperSuit's",
 }
 # What a reader needs to compare the rows of a workload fairly.
 WORKLOAD_NOTES = {
@@ -20,6 +21,11 @@ WORKLOAD_NOTES = {
                   "observations match MPE2's bit for bit; JaxMARL and VMAS step in float32.",
     "tag_continuous": "WarpDrive runs one thread per agent in one block per env; it cannot launch more agents "
                       "per env than its kernel's registers allow (recorded as *unsupported*).",
+    "sb3_simple_tag": "SB3 PPO (`n_steps` 64, 4 epochs, 4 minibatches, MLP policy, on the CPU) trained through "
+                      "each vector env with the same number of slots (*num_envs* here). *env-steps/s* are SB3 "
+                      "timesteps per second of `PPO.learn`, rollouts and updates together. SuperSuit: MPE2's "
+                      "simple_tag_v3 with padded observations, one slot per agent, `concat_vec_envs_v1`; gpu_zoo: "
+                      "`SB3VecEnv` over one batched env, one slot per adversary, the good agent random.",
 }
 SYSTEM_NAMES = {"gpu_zoo": "gpu_zoo", "mpe2": "MPE2 (1 core)", "supersuit": "MPE2 + SuperSuit vec env",
                 "vmas": "VMAS", "jaxmarl": "JaxMARL jit(vmap) per step", "jaxmarl_scan": "JaxMARL in lax.scan",

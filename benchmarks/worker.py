@@ -6,7 +6,7 @@ import json
 import sys
 import traceback
 
-from benchmarks.cases import GTB, Case
+from benchmarks.cases import GTB, SB3, Case
 from benchmarks.skip import Skipped
 
 RECORD_PREFIX = "BENCH_RECORD "
@@ -27,6 +27,10 @@ def run_case(case: Case, tiny: bool) -> dict:
         n_steps, iterations, repeats = kw.pop("num_steps"), kw.pop("iterations"), kw.pop("repeats")
         return training.measure(env_id, case.num_envs, case.device, kw, num_steps=n_steps, iterations=iterations,
                                 repeats=repeats)
+    if case.workload == SB3:
+        from benchmarks import sb3
+
+        return sb3.measure(case.system, case.num_envs, repeats=1 if tiny else 3, tiny=tiny)
     if case.system == "gpu_zoo":
         from benchmarks import ours
 

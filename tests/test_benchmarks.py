@@ -46,7 +46,7 @@ def test_every_case_gets_one_self_describing_record(tiny_run):
 def test_our_envs_and_trainer_are_measured(tiny_run):
     _, records = tiny_run
     ours = {r["workload"]: r for r in records if r["system"] == "gpu_zoo"}
-    for workload in ("simple_tag", "tag_continuous", "tag_gridworld", "train_tag_gridworld"):
+    for workload in ("simple_tag", "tag_continuous", "tag_gridworld", "train_tag_gridworld", "sb3_simple_tag"):
         r = ours[workload]
         assert r["status"] == "ok", r.get("traceback") or r.get("reason")
         assert RESULT_FIELDS <= set(r), sorted(RESULT_FIELDS - set(r))

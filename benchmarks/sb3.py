@@ -36,7 +36,7 @@ def _ours(num_slots: int):
     from gpu_zoo.core.sb3 import SB3VecEnv
 
     env = gpu_zoo.make("simple_tag_v3", num_envs=num_slots // 3, device="cpu")
-    return SB3VecEnv(env, "adversary"), {"num_envs": env.num_envs, "slots_per_env": 3}
+    return SB3VecEnv(env, "adversary"), {"vector_envs": env.num_envs, "slots_per_env": 3}
 
 
 def _supersuit(num_slots: int):
@@ -49,7 +49,7 @@ def _supersuit(num_slots: int):
     vec = ss.pettingzoo_env_to_vec_env_v1(ss.pad_observations_v0(simple_tag_v3.parallel_env(max_cycles=25)))
     num_cpus = 0 if envs < 4 else min(envs, os.cpu_count() or 1)
     venv = ss.concat_vec_envs_v1(vec, envs, num_cpus=num_cpus, base_class="stable_baselines3")
-    return venv, {"num_envs": envs, "slots_per_env": 4, "num_cpus": num_cpus}
+    return venv, {"vector_envs": envs, "slots_per_env": 4, "num_cpus": num_cpus}
 
 
 def measure(system: str, num_slots: int, *, repeats: int, tiny: bool) -> dict:

@@ -9,6 +9,10 @@ Regimes, each trained from scratch with the same budget, seed and PPO settings:
 - ``us_federal``: the 2018 US federal brackets, scaled (``tax_model="us-federal-single-filer-2018-scaled"``).
 - ``ai_planner``: the workers and the tax-setting planner learn together (``tax_model="model_wrapper"``).
 
+With ``--two-phase``, as in the AI Economist, ``ai_planner`` starts once ``free_market`` has
+finished, from its trained workers (``Args.init_from``), and trains them on with the planner for
+its own budget; the other regimes run meanwhile.
+
 Each regime's trained policies then play ``--eval-episodes`` episodes (auto-reset off, so the final
 state can be read), as do uniformly random workers without taxes (the floor). Reported per regime:
 productivity (mean coin per worker at the end, escrow included), equality (1 - Gini of coin) and
@@ -52,12 +56,13 @@ that.
 """
 
 
-def ppo_args(regime: str, env_steps: int, out: Path, num_envs: int, device: str | None):
+def ppo_args(regime: str, env_steps: int, out: Path, num_envs: int, device: str | None, init_from: str = ""):
     from trainers.config import preset, with_overrides
 
     kwargs, groups = REGIMES[regime]
     return with_overrides(preset("gather_trade_build_v0"), env_kwargs=kwargs, train_groups=groups,
                           total_env_steps=env_steps, num_envs=num_envs, out=str(out / regime), device=device,
+                          init_from=init_from,
                           eval_episodes=0, gif=False, checkpoint_every=10_000)
 
 
@@ -82,12 +87,12 @@ def final_economy(env, policies, seed: int) -> dict[str, np.ndarray]:
 
 
 def train_one(regime: str, env_steps: int, out: Path, num_envs: int, eval_episodes: int, device: str | None,
-              max_seconds: float = 0.0, command: str = ""):
+              max_seconds: float = 0.0, command: str = "", init_from: str = ""):
     """Child process: trains one regime, evaluates it, writes ``out/regime/result.json``."""
     import gpu_zoo
     from trainers.loop import train
 
-    args = ppo_args(regime, env_steps, out, num_envs, device)
+    args = ppo_args(regime, env_steps, out, num_envs, device, init_from)
     t0 = time.perf_counter()
     seen = {}
 
@@ -107,7 +112,7 @@ def train_one(regime: str, env_steps: int, out: Path, num_envs: int, eval_episod
     env = gpu_zoo.make("gather_trade_build_v0", num_envs=eval_episodes, device=trainer.device, autoreset=False,
                        validate=False, **kwargs)
     trained = final_economy(env, trainer.policies.eval(), seed=12345)
-    record = {"regime": regime, "env_kwargs": kwargs, "trained_groups": args.train_groups,
+    record = {"regime": regime, "env_kwargs": kwargs, "trained_groups": args.train_groups, "init_from": init_from,
               "command": command, "device_name": torch.cuda.get_device_name(trainer.device)
               if trainer.device.type == "cuda" else "CPU",
               "env_steps": trainer.iteration * args.env_steps_per_iteration, "train_seconds": seconds,
@@ -188,7 +193,10 @@ def main(argv=None):
     ap.add_argument("--max-minutes", type=float, default=0.0, help="stop each regime's training after this (0: none)")
     ap.add_argument("--out", default="runs/economy_learning")
     ap.add_argument("--regimes", nargs="*", default=list(REGIMES), choices=list(REGIMES))
+    ap.add_argument("--two-phase", action="store_true",
+                    help="ai_planner starts from free_market's trained workers, after it (as in the AI Economist)")
     ap.add_argument("--report", metavar="OUT", default=None, help="only write the table and plot from OUT")
+    ap.add_argument("--init-from", default="", help=argparse.SUPPRESS)
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--command", default="", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -198,8 +206,10 @@ def main(argv=None):
     out = Path(args.out)
     if args.child:
         train_one(args.child, args.env_steps, out, args.num_envs, args.eval_episodes, args.device,
-                  args.max_minutes * 60, args.command)
+                  args.max_minutes * 60, args.command, args.init_from)
         return
+    if args.two_phase and not {"free_market", "ai_planner"} <= set(args.regimes):
+        ap.error("--two-phase needs the regimes free_market and ai_planner")
     out.mkdir(parents=True, exist_ok=True)
     given = " ".join(argv if argv is not None else sys.argv[1:])
     base = [sys.executable, "-m", "benchmarks.economy_learning", "--env-steps", str(args.env_steps),
@@ -207,11 +217,17 @@ def main(argv=None):
             "--max-minutes", str(args.max_minutes),
             "--command", f"python -m benchmarks.economy_learning {given}"]
     base += ["--device", args.device] if args.device else []
-    procs = {}
-    for regime in args.regimes:
+    def start(regime, extra=()):
         (out / regime).mkdir(exist_ok=True)
         log = open(out / regime / "log.txt", "w")
-        procs[regime] = subprocess.Popen(base + ["--child", regime], stdout=log, stderr=subprocess.STDOUT)
+        return subprocess.Popen(base + ["--child", regime, *extra], stdout=log, stderr=subprocess.STDOUT)
+
+    later = ("ai_planner",) if args.two_phase else ()
+    procs = {r: start(r) for r in args.regimes if r not in later}
+    if later:
+        if procs["free_market"].wait() != 0:
+            raise SystemExit(f"free_market failed: see {out}/free_market/log.txt")
+        procs["ai_planner"] = start("ai_planner", ["--init-from", str(out / "free_market" / "checkpoint.pt")])
     failed = [r for r, p in procs.items() if p.wait() != 0]
     if failed:
         raise SystemExit(f"regimes failed: {failed}; see {out}/<regime>/log.txt")

@@ -82,6 +82,22 @@ def test_a_tagger_learns_to_catch_a_random_runner(tmp_path):
     assert trained > random + 3.0, (trained, random)
 
 
+def test_a_warm_start_copies_the_groups_the_checkpoint_trained(tmp_path):
+    first = train(tiny_args(tmp_path / "a", train_groups="tagger"))
+    second = Trainer(tiny_args(tmp_path / "b", init_from=str(tmp_path / "a" / "checkpoint.pt"), seed=1))
+    for name, value in first.policies["tagger"].state_dict().items():
+        assert torch.equal(second.policies["tagger"].state_dict()[name], value), name
+    fresh = Trainer(tiny_args(tmp_path / "c", seed=1))
+    for name, value in fresh.policies["runner"].state_dict().items():  # not in the checkpoint: as if new
+        assert torch.equal(second.policies["runner"].state_dict()[name], value), name
+
+
+def test_a_warm_start_without_a_shared_group_is_refused(tmp_path):
+    train(tiny_args(tmp_path / "a", train_groups="tagger"))
+    with pytest.raises(ValueError, match="none of the groups"):
+        Trainer(tiny_args(tmp_path / "b", train_groups="runner", init_from=str(tmp_path / "a" / "checkpoint.pt")))
+
+
 def test_unknown_train_group_is_refused(tmp_path):
     with pytest.raises(ValueError, match="not groups"):
         Trainer(tiny_args(tmp_path, train_groups="wolf"))

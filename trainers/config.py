@@ -52,6 +52,9 @@ class Args:
     """seed of the env, the networks and the sampling"""
     train_groups: str = ""
     """comma-separated groups to train (default: all); the others act uniformly at random"""
+    init_from: str = ""
+    """a checkpoint whose policies start the groups it shares with this run (a warm start: optimiser,
+    env and counters start fresh), e.g. workers trained without taxes, then trained on with a planner"""
     device: str | None = None
     """cuda or cpu (default: cuda if usable)"""
     torch_threads: int = 1

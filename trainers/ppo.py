@@ -121,6 +121,8 @@ class Trainer:
             raise ValueError(f"train_groups {sorted(unknown)} are not groups of {args.env_id}: {self.env.groups}")
         self.random_groups = tuple(g for g in self.env.groups if g not in trained)
         self.policies = make_policies(self.env, [g for g in self.env.groups if g in trained], args.hidden)
+        if args.init_from:
+            self._warm_start(args.init_from)
         self.opt = torch.optim.Adam(self.policies.parameters(), lr=args.learning_rate, eps=1e-5)
         self.iteration = 0
         self.seconds = 0.0  # training wall time, carried over by resumes
@@ -244,6 +246,24 @@ class Trainer:
         tmp = path.with_suffix(".tmp")
         torch.save(state, tmp)
         os.replace(tmp, path)  # atomic: a crash mid-write never leaves a broken checkpoint
+
+    def _warm_start(self, path: str):
+        """Copies the policies of ``path``'s checkpoint into the groups of this run that it has."""
+        saved = torch.load(path, map_location=self.device, weights_only=False)["policies"]
+        by_group: dict[str, dict] = {}
+        for key, value in saved.items():
+            group, _, name = key.partition(".")
+            by_group.setdefault(group, {})[name] = value
+        shared = [g for g in self.policies if g in by_group]
+        if not shared:
+            raise ValueError(f"init_from {path} holds policies for {sorted(by_group)}, none of the groups "
+                             f"this run trains ({list(self.policies)})")
+        for g in shared:
+            try:
+                self.policies[g].load_state_dict(by_group[g])
+            except RuntimeError as err:
+                raise ValueError(f"init_from {path}: the {g!r} policy there does not fit this run's "
+                                 f"(observation or action spaces, or hidden width, differ): {err}") from None
 
     def load(self, path: Path):
         state = torch.load(path, map_location=self.device, weights_only=False)

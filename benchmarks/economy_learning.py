@@ -170,12 +170,18 @@ def report(out: Path, docs: Path = DOCS):
     if "free_market" in results:
         lines.append(row("no taxes, random workers", "nothing", results["free_market"]["random_workers"]))
     for regime, rec in results.items():
-        lines.append(row(regime.replace("_", " "), rec["trained_groups"].replace(",", " + "), rec))
+        trained = rec["trained_groups"].replace(",", " + ")
+        if rec.get("init_from"):
+            trained += f" (workers from {Path(rec['init_from']).parent.name.replace('_', ' ')})"
+        lines.append(row(regime.replace("_", " "), trained, rec))
     steps = ", ".join(f"{r.replace('_', ' ')} {rec['env_steps'] / 1e6:.1f}M in {rec['train_seconds'] / 60:.1f} min"
                       for r, rec in results.items())
+    chained = [r for r, rec in results.items() if rec.get("init_from")]
+    order = (f"{', '.join(chained)} after the regime it started from, the others in parallel" if chained
+             else "the regimes in parallel")
     meta = (f"PPO env-steps per regime: {steps} ({first['ppo']['num_envs']} envs, seed {first['ppo']['seed']}, "
-            f"the three in parallel on one GPU); then {first['eval_episodes']} evaluation episodes each, the same "
-            f"seeds for all.")
+            f"{order} on one {'GPU' if first.get('device_name', 'CPU') != 'CPU' else 'CPU'}); then "
+            f"{first['eval_episodes']} evaluation episodes each, the same seeds for all.")
     command = first.get("command", "python -m benchmarks.economy_learning")
     page = (PAGE_HEAD + "\n".join(lines) + "\n\n" + meta + f"\n\nCommand: `{command}`"
             f"{' on ' + first['device_name'] if first.get('device_name') else ''}.\n\n"

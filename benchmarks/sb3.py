@@ -10,11 +10,8 @@ updates together.
 
 from __future__ import annotations
 
-import os
-import statistics
-import time
-
 from benchmarks.skip import Skipped
+from benchmarks.timing import peak_gpu_memory, time_steps
 
 # SB3's defaults, with shorter rollouts and a batch that scales with the slots (4 minibatches).
 N_STEPS, N_EPOCHS, MINIBATCHES = 64, 4, 4
@@ -40,16 +37,10 @@ def _ours(num_slots: int):
 
 
 def _supersuit(num_slots: int):
-    try:
-        import supersuit as ss
-        from mpe2 import simple_tag_v3
-    except ImportError as err:
-        raise Skipped(f"supersuit or mpe2 is not installed ({err}); pip install supersuit mpe2") from err
-    envs = num_slots // 4
-    vec = ss.pettingzoo_env_to_vec_env_v1(ss.pad_observations_v0(simple_tag_v3.parallel_env(max_cycles=25)))
-    num_cpus = 0 if envs < 4 else min(envs, os.cpu_count() or 1)
-    venv = ss.concat_vec_envs_v1(vec, envs, num_cpus=num_cpus, base_class="stable_baselines3")
-    return venv, {"vector_envs": envs, "slots_per_env": 4, "num_cpus": num_cpus}
+    from benchmarks.peers.mpe2 import supersuit_vec_env
+
+    venv, num_cpus = supersuit_vec_env(num_slots // 4, "stable_baselines3")
+    return venv, {"vector_envs": num_slots // 4, "slots_per_env": 4, "num_cpus": num_cpus}
 
 
 def measure(system: str, num_slots: int, *, repeats: int, tiny: bool) -> dict:
@@ -60,15 +51,12 @@ def measure(system: str, num_slots: int, *, repeats: int, tiny: bool) -> dict:
         model = _ppo(venv, n_steps)
         per_rollout = venv.num_envs * n_steps
         model.learn(per_rollout)  # warm-up: compiles, allocates, fills the first rollout
-        rates = []
-        for _ in range(repeats):
-            t0 = time.perf_counter()
-            model.learn(2 * per_rollout, reset_num_timesteps=False)
-            rates.append(2 * per_rollout / (time.perf_counter() - t0))
+        timing = time_steps(lambda: model.learn(2 * per_rollout, reset_num_timesteps=False), "cpu",
+                            target_s=0.0, repeats=repeats, warmup=0, steps=1)
     finally:
         venv.close()
-    median = statistics.median(rates)
-    return {"env_steps_per_s": median, "spread": [min(rates), max(rates)], "samples": rates,
-            "agent_steps_per_s": median, "agents": 1, "sb3_slots": venv.num_envs, **setup,
-            "peak_gpu_mem_bytes": None,
+    rate = timing.summary(2 * per_rollout)
+    return {"env_steps_per_s": rate["median"], "spread": rate["spread"], "samples": rate["samples"],
+            "agent_steps_per_s": rate["median"], "agents": 1, "sb3_slots": venv.num_envs, **setup,
+            **peak_gpu_memory("cpu", None),
             "ppo": {"n_steps": n_steps, "n_epochs": N_EPOCHS, "batch_size": venv.num_envs * n_steps // MINIBATCHES}}

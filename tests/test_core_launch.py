@@ -63,3 +63,20 @@ def test_wide_blocks_get_a_register_cap_unless_the_shape_is_chosen():
 def test_bad_max_registers_is_rejected(bad):
     with pytest.raises(ValueError, match="max_registers"):
         gpu_zoo.make("tag_gridworld_v0", device="cpu", max_registers=bad)
+
+
+@pytest.mark.parametrize("name", ["no_such_field", "nbr_idx"])  # missing, and a per-agent (2-D) field
+def test_a_scratch_name_must_be_a_field_of_shape_n(name):
+    import dataclasses
+
+    from gpu_zoo.core import PerAgent
+    from gpu_zoo.core.layout import Layout
+    from gpu_zoo.tag.continuous import bin_agent
+
+    spec = gpu_zoo.get_spec("tag_continuous_v0")
+    extra = PerAgent(bin_agent, scratch=(name,))
+    bad = dataclasses.replace(spec, observe=lambda p: (*spec.phases("observe", p), extra))
+    params = spec.make_params(use_full_observation=False, num_other_agents_observed=2)
+    with pytest.raises(ValueError, match=f"scratch '{name}' must name a field of shape"):
+        _ = Layout(bad, params).scratch_fields
+    assert Layout(spec, params).scratch_fields == ("nbr_d2", "nbr_j")

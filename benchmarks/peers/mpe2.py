@@ -41,18 +41,25 @@ def measure_single(*, target_s: float, repeats: int) -> dict:
             "steps_per_repeat": timing.steps, "notes": "one process, one core; random actions drawn ahead"}
 
 
-def measure_supersuit(num_envs: int, *, target_s: float, repeats: int) -> dict:
-    """``pettingzoo_env_to_vec_env_v1`` + ``concat_vec_envs_v1``: the SB3 tutorial's vectorisation."""
+def supersuit_vec_env(num_envs: int, base_class: str):
+    """``num_envs`` copies of MPE2's simple_tag as one vector env with a slot per agent, and its process count.
+
+    The groups' observations differ in size and the vector env needs one shape: padded, as in the tutorial.
+    """
     env = _parallel_env()
     try:
         import supersuit as ss
     except ImportError as err:
         raise Skipped(f"supersuit is not installed ({err}); pip install supersuit") from err
-    agents = len(env.possible_agents)
-    # The groups' observations differ in size; the vector env needs one shape, as in the tutorial.
     vec = ss.pettingzoo_env_to_vec_env_v1(ss.pad_observations_v0(env))
     num_cpus = 0 if num_envs < 4 else min(num_envs, os.cpu_count() or 1)
-    venv = ss.concat_vec_envs_v1(vec, num_envs, num_cpus=num_cpus, base_class="gymnasium")
+    return ss.concat_vec_envs_v1(vec, num_envs, num_cpus=num_cpus, base_class=base_class), num_cpus
+
+
+def measure_supersuit(num_envs: int, *, target_s: float, repeats: int) -> dict:
+    """``pettingzoo_env_to_vec_env_v1`` + ``concat_vec_envs_v1``: the SB3 tutorial's vectorisation."""
+    venv, num_cpus = supersuit_vec_env(num_envs, "gymnasium")
+    agents = venv.num_envs // num_envs
     venv.reset(seed=0)
     rng = np.random.default_rng(0)
     pool = [rng.integers(0, 5, size=num_envs * agents) for _ in range(64)]

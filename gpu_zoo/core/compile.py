@@ -162,15 +162,6 @@ class _Stages:
         else:
             self.items.append(("env", alias, guard))
 
-    def scratch(self) -> list[str]:
-        """The scratch fields the stages use, in order of first use."""
-        out = []
-        for kind, fn, _ in self.items:
-            for name in fn[-1] if kind in ("agent", "item") else ():
-                if name not in out:
-                    out.append(name)
-        return out
-
     def elem(self, target: str, value: str, guard: str = "", observed: bool = False):
         self.items.append(("elem", (target, value, observed), guard))
 
@@ -338,16 +329,12 @@ def _scratch_args(names, target: str) -> str:
     return "".join(f", s.{n}[e]" if target == "cpu" else f", _scratch_{n}" for n in names)
 
 
-def _scratch_decls(stages: _Stages, layout: Layout) -> list[str]:
+def _scratch_decls(layout: Layout) -> list[str]:
+    """A thread's own local array per scratch field (one a kernel does not use costs nothing)."""
     np_types = {"f64": "np.float64", "f32": "np.float32", "i32": "np.int32", "u8": "np.uint8"}
-    out = []
-    for n in stages.scratch():
-        f = layout.fields.get(n)
-        if f is None or len(f.shape) != 1:
-            raise ValueError(f"{layout.spec.id}: scratch {n!r} must name a field of shape (n,), got "
-                             f"{None if f is None else f.shape}")
-        out.append(f"    _scratch_{n} = cuda.local.array({max(1, f.shape[0])}, {np_types[f.dtype]})")
-    return out
+    fields = layout.fields
+    return [f"    _scratch_{n} = cuda.local.array({max(1, fields[n].shape[0])}, {np_types[fields[n].dtype]})"
+            for n in layout.scratch_fields]
 
 
 def _cuda_body(name: str, stages: _Stages, layout: Layout, shape: LaunchShape, sim: bool) -> str:
@@ -360,7 +347,7 @@ def _cuda_body(name: str, stages: _Stages, layout: Layout, shape: LaunchShape, s
            f"    s = {_state(layout)}",
            "    n_env = s.t.shape[0]", "    tid = cuda.threadIdx.x & 1023",
            f"    e = (cuda.blockIdx.x & 0x7FFFFFFF) * {epb} + tid // {tpe}", f"    lane = tid & {tpe - 1}",
-           "    ok = e < n_env", "    p = _params(s, min(e, n_env - 1))", *_scratch_decls(stages, layout)]
+           "    ok = e < n_env", "    p = _params(s, min(e, n_env - 1))", *_scratch_decls(layout)]
     for kind, fn, guard in stages.items:
         cond = {"": "ok", "done": "ok and s.done[e]", "restart": "ok and s.done[e] and s.autoreset[e]"}[guard]
         if kind == "agent":
@@ -401,8 +388,7 @@ def generate_source(layout: Layout, target: str, shape: LaunchShape | None) -> s
     deco = {"cpu": "@njit(cache=True, _nrt=False, error_model='numpy')", "cudasim": "",
             "cuda": "@cuda.jit(device=True, forceinline=True)"}[target]
     params_src, param_names = _params_source(layout, deco)
-    for st in (step, reset):
-        _scratch_decls(st, layout)  # checks the scratch names on every target
+    layout.scratch_fields  # noqa: B018 - checks the scratch names on every target
     head = [
         f"# gpu_zoo kernels for {layout.spec.id}, target {target}, launch {shape}",
         f"# dependencies {_dependency_hash([step, reset])}, numba {numba.__version__}",

@@ -174,13 +174,22 @@ class Layout:
         return sum(gi.count * gi.group.obs_size for gi in self.groups.values())
 
     @cached_property
-    def scratch_fields(self) -> frozenset[str]:
-        """Fields that phases use as scratch: undefined between steps, and untouched on a GPU."""
-        out = set()
+    def scratch_fields(self) -> tuple[str, ...]:
+        """Fields that phases use as scratch (checked: each of shape ``(n,)``), in order of first use.
+
+        They are undefined between steps, and untouched on a GPU.
+        """
+        out = []
         for kind in ("reset", "step", "observe"):
             for phase in self.spec.phases(kind, self.params):
-                out.update(getattr(phase, "scratch", ()))
-        return frozenset(out)
+                for name in getattr(phase, "scratch", ()):
+                    f = self.fields.get(name)
+                    if f is None or len(f.shape) != 1:
+                        raise ValueError(f"{self.spec.id}: scratch {name!r} must name a field of shape (n,), got "
+                                         f"{None if f is None else f.shape}")
+                    if name not in out:
+                        out.append(name)
+        return tuple(out)
 
     @cached_property
     def runtime_params(self) -> tuple[str, ...]:

@@ -391,9 +391,8 @@ def _offer(d2s, js, j, d2, n, k):
 
 
 @kernel_fn
-def _scan(s, e, a, lo, hi, d2s, js, n, k, worst_d2, worst_j):
-    """Offers agent a's list the agents ``cell_agents[e, lo:hi]``; returns (n, worst_d2, worst_j)."""
-    x, y = s.pos_x[e, a], s.pos_y[e, a]
+def _scan(s, e, a, x, y, lo, hi, d2s, js, n, k, worst_d2, worst_j):
+    """Offers the list of agent a, at (x, y), the agents ``cell_agents[e, lo:hi]``; returns (n, worst_d2, worst_j)."""
     for at in range(lo, hi):
         j = s.cell_agents[e, at]
         if j == a:
@@ -419,6 +418,7 @@ def _nearest(s, p, e, a, d2s, js):
     registers, so most candidates are rejected with one comparison.
     """
     k, G = p.num_observed, p.cells
+    x, y = s.pos_x[e, a], s.pos_y[e, a]
     cx, cy = _cell(s, p, e, a)
     width = p.grid_length / np.float32(G)
     last = max(max(cx, G - 1 - cx), max(cy, G - 1 - cy))
@@ -433,13 +433,13 @@ def _nearest(s, p, e, a, d2s, js):
             if r <= 1 or dy == -r or dy == r:  # a whole row: of the first square, or a ring's top or bottom
                 lo = s.cell_start[e, base + max(cx - r, 0)]
                 hi = s.cell_start[e, base + min(cx + r, G - 1) + 1]
-                n, worst_d2, worst_j = _scan(s, e, a, lo, hi, d2s, js, n, k, worst_d2, worst_j)
+                n, worst_d2, worst_j = _scan(s, e, a, x, y, lo, hi, d2s, js, n, k, worst_d2, worst_j)
                 continue
             for col in (cx - r, cx + r):  # a ring's inner rows: its two end cells
                 if 0 <= col < G:
                     c = base + col
-                    n, worst_d2, worst_j = _scan(s, e, a, s.cell_start[e, c], s.cell_start[e, c + 1], d2s, js,
-                                                 n, k, worst_d2, worst_j)
+                    n, worst_d2, worst_j = _scan(s, e, a, x, y, s.cell_start[e, c], s.cell_start[e, c + 1], d2s,
+                                                 js, n, k, worst_d2, worst_j)
         reach = np.float32(r) * width
         if r >= last or (n == k and worst_d2 < reach * reach * _SEARCH_MARGIN):
             break

@@ -9,9 +9,16 @@ Regimes, each trained from scratch with the same budget, seed and PPO settings:
 - ``us_federal``: the 2018 US federal brackets, scaled (``tax_model="us-federal-single-filer-2018-scaled"``).
 - ``ai_planner``: the workers and the tax-setting planner learn together (``tax_model="model_wrapper"``).
 
-With ``--two-phase``, as in the AI Economist, ``ai_planner`` starts once ``free_market`` has
-finished, from its trained workers (``Args.init_from``), and trains them on with the planner for
-its own budget; the other regimes run meanwhile.
+With ``--two-phase``, as in the AI Economist, workers first train without taxes (phase 1,
+``pretrain``); then every regime starts from those workers (``Args.init_from``) and trains on for
+its own budget (phase 2), so the regimes differ only in their taxes. In phase 2 the planner's
+highest allowed rate is annealed, as the AI Economist's ``tax_annealing_schedule`` does: from 10%
+to 100% over ``--anneal-episodes`` episodes per env, so workers are not taxed out of work by an
+untrained planner. The phases can run apart (each within a time limit): ``--pretrain-only``
+writes ``OUT/pretrain/workers.pt``, and ``--init-from`` that file runs phase 2.
+
+    python -m benchmarks.economy_learning --pretrain-only --max-minutes 8 --out /tmp/econ
+    python -m benchmarks.economy_learning --init-from /tmp/econ/pretrain/workers.pt --max-minutes 7 --out /tmp/econ
 
 Each regime's trained policies then play ``--eval-episodes`` episodes (auto-reset off, so the final
 state can be read), as do uniformly random workers without taxes (the floor). Reported per regime:
@@ -40,13 +47,14 @@ REGIMES = {
     "us_federal": (dict(tax_model="us-federal-single-filer-2018-scaled"), "worker"),
     "ai_planner": (dict(tax_model="model_wrapper"), "worker,planner"),
 }
+PRETRAIN = "pretrain"  # phase 1 of --two-phase: the workers, without taxes
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 PAGE_HEAD = """# Training the economy
 
 What PPO learns in `gather_trade_build_v0` under three tax regimes, written by
-`python -m benchmarks.economy_learning` (module docstring: how it runs). Each regime trains from
-scratch; then its policies and, as a floor, uniformly random workers without taxes play the same
-evaluation episodes. *Productivity* is the mean coin per worker at the end of an episode (escrow
+`python -m benchmarks.economy_learning` (module docstring: how it runs). Each regime trains (how,
+below the table); then its policies and, as a floor, uniformly random workers without taxes play
+the same evaluation episodes. *Productivity* is the mean coin per worker at the end of an episode (escrow
 included), *equality* is 1 - Gini of coin, and *social welfare* is their product, the figure the
 planner is rewarded for raising. A worker's return is its change in isoelastic utility of coin
 minus its weighted labor. The AI Economist trained its policies for hundreds of millions of
@@ -56,10 +64,24 @@ that.
 """
 
 
-def ppo_args(regime: str, env_steps: int, out: Path, num_envs: int, device: str | None, init_from: str = ""):
+def anneal_schedule(episodes: float) -> tuple[float, float]:
+    """(warmup, slope) of a limit that starts at 10% and reaches 100% after ``episodes`` episodes."""
+    slope = 0.9 / episodes
+    return (-0.1 / slope, slope)
+
+
+def regime_kwargs(regime: str, anneal_episodes: float = 0.0) -> dict:
+    kwargs = dict(REGIMES[regime if regime != PRETRAIN else "free_market"][0])
+    if regime == "ai_planner" and anneal_episodes:
+        kwargs["tax_annealing_schedule"] = anneal_schedule(anneal_episodes)
+    return kwargs
+
+
+def ppo_args(regime: str, env_steps: int, out: Path, num_envs: int, device: str | None, init_from: str = "",
+             anneal_episodes: float = 0.0):
     from trainers.config import preset, with_overrides
 
-    kwargs, groups = REGIMES[regime]
+    kwargs, groups = regime_kwargs(regime, anneal_episodes), REGIMES.get(regime, (None, "worker"))[1]
     return with_overrides(preset("gather_trade_build_v0"), env_kwargs=kwargs, train_groups=groups,
                           total_env_steps=env_steps, num_envs=num_envs, out=str(out / regime), device=device,
                           init_from=init_from,
@@ -86,13 +108,40 @@ def final_economy(env, policies, seed: int) -> dict[str, np.ndarray]:
             {"productivity": productivity, "equality": equality, "welfare": welfare}.items()}
 
 
+def eval_kwargs(regime: str, anneal_episodes: float, episodes_done: float) -> tuple[dict, float]:
+    """The env arguments of the evaluation, and the highest rate the planner may set in it.
+
+    An annealed planner is evaluated under the limit its training reached (a fresh env starts its
+    episode count at zero), never under rates it was not yet allowed to try.
+    """
+    kwargs = regime_kwargs(regime)
+    if regime != "ai_planner" or not anneal_episodes:
+        return kwargs, 1.0
+    warmup, slope = anneal_schedule(anneal_episodes)
+    limit = min(1.0, max(0.0, slope * (episodes_done - warmup)))
+    if limit < 1.0:
+        kwargs["tax_annealing_schedule"] = (-limit / slope, slope)
+    return kwargs, limit
+
+
+def checkpoint_summary(path: str) -> dict:
+    """Where a warm start came from: its path, regime folder, env-steps and training seconds."""
+    saved = torch.load(path, map_location="cpu", weights_only=False)
+    per_iteration = saved["args"]["num_envs"] * saved["args"]["num_steps"]
+    return {"path": path, "env_steps": saved["iteration"] * per_iteration, "seconds": saved["seconds"],
+            "env_kwargs": saved["args"]["env_kwargs"], "train_groups": saved["args"]["train_groups"]}
+
+
 def train_one(regime: str, env_steps: int, out: Path, num_envs: int, eval_episodes: int, device: str | None,
-              max_seconds: float = 0.0, command: str = "", init_from: str = ""):
-    """Child process: trains one regime, evaluates it, writes ``out/regime/result.json``."""
+              max_seconds: float = 0.0, command: str = "", init_from: str = "", anneal_episodes: float = 0.0):
+    """Child process: trains one regime, evaluates it, writes ``out/regime/result.json``.
+
+    The ``pretrain`` regime only trains, and writes its workers' policies to ``out/pretrain/workers.pt``.
+    """
     import gpu_zoo
     from trainers.loop import train
 
-    args = ppo_args(regime, env_steps, out, num_envs, device, init_from)
+    args = ppo_args(regime, env_steps, out, num_envs, device, init_from, anneal_episodes)
     t0 = time.perf_counter()
     seen = {}
 
@@ -108,16 +157,26 @@ def train_one(regime: str, env_steps: int, out: Path, num_envs: int, eval_episod
             raise
         trainer = seen["trainer"]
     seconds = time.perf_counter() - t0
-    kwargs = REGIMES[regime][0]
-    env = gpu_zoo.make("gather_trade_build_v0", num_envs=eval_episodes, device=trainer.device, autoreset=False,
-                       validate=False, **kwargs)
-    trained = final_economy(env, trainer.policies.eval(), seed=12345)
-    record = {"regime": regime, "env_kwargs": kwargs, "trained_groups": args.train_groups, "init_from": init_from,
+    record = {"regime": regime, "env_kwargs": args.env_kwargs, "trained_groups": args.train_groups,
+              "init_from": checkpoint_summary(init_from) if init_from else None,
               "command": command, "device_name": torch.cuda.get_device_name(trainer.device)
               if trainer.device.type == "cuda" else "CPU",
               "env_steps": trainer.iteration * args.env_steps_per_iteration, "train_seconds": seconds,
-              "eval_episodes": eval_episodes, "ppo": dataclasses.asdict(args),
-              **{k: _stats(v) for k, v in trained.items()}}
+              "eval_episodes": eval_episodes, "ppo": dataclasses.asdict(args)}
+    if regime == PRETRAIN:
+        torch.save({k: v for k, v in torch.load(out / regime / "checkpoint.pt", map_location="cpu",
+                                                weights_only=False).items()
+                    if k in ("args", "iteration", "seconds", "policies")}, out / regime / "workers.pt")
+        (out / regime / "result.json").write_text(json.dumps(record, indent=1))
+        print(f"pretrained workers: {out / regime / 'workers.pt'}", flush=True)
+        return
+    episodes_done = float(trainer.env.state.ep_count.double().mean())
+    kwargs, limit = eval_kwargs(regime, anneal_episodes, episodes_done)
+    env = gpu_zoo.make("gather_trade_build_v0", num_envs=eval_episodes, device=trainer.device, autoreset=False,
+                       validate=False, **kwargs)
+    trained = final_economy(env, trainer.policies.eval(), seed=12345)
+    record.update({"eval_env_kwargs": kwargs, "max_rate_in_eval": limit, "anneal_episodes": anneal_episodes,
+                   **{k: _stats(v) for k, v in trained.items()}})
     if regime == "free_market":
         floor = final_economy(env, {}, seed=12345)
         record["random_workers"] = {k: _stats(v) for k, v in floor.items()}
@@ -142,11 +201,20 @@ def report(out: Path, docs: Path = DOCS):
         raise SystemExit(f"no results under {out}")
     docs.mkdir(parents=True, exist_ok=True)
     fig, axes = plt.subplots(1, 2, figsize=(11, 4))
-    for regime in results:
-        rows = list(csv.DictReader(open(out / regime / "progress.csv")))
+    init = next((rec["init_from"] for rec in results.values() if rec.get("init_from")), None)
+    curves = {regime: (out / regime / "progress.csv", init["env_steps"] if init else 0) for regime in results}
+    if init and (Path(init["path"]).parent / "progress.csv").exists():
+        curves = {"pretrain (no taxes)": (Path(init["path"]).parent / "progress.csv", 0), **curves}
+    for name, (path, offset) in curves.items():
+        rows = list(csv.DictReader(open(path)))
         for ax, col in zip(axes, ("return/worker", "return/planner"), strict=True):
-            points = [(int(r["env_steps"]) / 1e6, float(r[col])) for r in rows if r.get(col) not in (None, "")]
-            ax.plot(*zip(*points, strict=True), label=regime.replace("_", " "))
+            points = [((offset + int(r["env_steps"])) / 1e6, float(r[col])) for r in rows
+                      if r.get(col) not in (None, "")]
+            ax.plot(*zip(*points, strict=True), label=name.replace("_", " "),
+                    color="black" if name.startswith(PRETRAIN) else None)
+    if init:
+        for ax in axes:
+            ax.axvline(init["env_steps"] / 1e6, color="gray", linewidth=0.8)
     if "free_market" in results:
         floor = results["free_market"]["random_workers"]["welfare"]["mean"]
         axes[1].axhline(floor, color="gray", linestyle="--", label="random workers, no taxes")
@@ -172,18 +240,32 @@ def report(out: Path, docs: Path = DOCS):
     for regime, rec in results.items():
         trained = rec["trained_groups"].replace(",", " + ")
         if rec.get("init_from"):
-            trained += f" (workers from {Path(rec['init_from']).parent.name.replace('_', ' ')})"
+            trained += " (from the pretrained workers)"
         lines.append(row(regime.replace("_", " "), trained, rec))
     steps = ", ".join(f"{r.replace('_', ' ')} {rec['env_steps'] / 1e6:.1f}M in {rec['train_seconds'] / 60:.1f} min"
                       for r, rec in results.items())
-    chained = [r for r, rec in results.items() if rec.get("init_from")]
-    order = (f"{', '.join(chained)} after the regime it started from, the others in parallel" if chained
-             else "the regimes in parallel")
-    meta = (f"PPO env-steps per regime: {steps} ({first['ppo']['num_envs']} envs, seed {first['ppo']['seed']}, "
-            f"{order} on one {'GPU' if first.get('device_name', 'CPU') != 'CPU' else 'CPU'}); then "
+    where = f"on one {'GPU' if first.get('device_name', 'CPU') != 'CPU' else 'CPU'}"
+    if init:
+        phase1 = (f"Phase 1: the workers trained without taxes for {init['env_steps'] / 1e6:.1f}M env-steps "
+                  f"({init['seconds'] / 60:.1f} min). Phase 2: every regime started from those workers and "
+                  f"trained on for its own budget, the regimes in parallel {where}: ")
+    else:
+        phase1 = f"Each regime trained from scratch, the regimes in parallel {where}: "
+    meta = (f"{phase1}{steps} ({first['ppo']['num_envs']} envs, seed {first['ppo']['seed']}); then "
             f"{first['eval_episodes']} evaluation episodes each, the same seeds for all.")
-    command = first.get("command", "python -m benchmarks.economy_learning")
-    page = (PAGE_HEAD + "\n".join(lines) + "\n\n" + meta + f"\n\nCommand: `{command}`"
+    planner = results.get("ai_planner", {})
+    if planner.get("anneal_episodes"):
+        meta += (f" The planner's highest allowed rate was annealed from 10% to 100% over "
+                 f"{planner['anneal_episodes']:g} episodes per env; it reached "
+                 f"{100 * planner['max_rate_in_eval']:.0f}% "
+                 "by the end of training, the limit it was evaluated under.")
+    command = f"Command: `{first.get('command', 'python -m benchmarks.economy_learning')}`"
+    phase1_record = Path(init["path"]).parent / "result.json" if init else None
+    if phase1_record and phase1_record.exists():
+        phase1_command = json.loads(phase1_record.read_text()).get("command", "")
+        if phase1_command and phase1_command != first.get("command"):
+            command = f"Commands: phase 1 `{phase1_command}`, then phase 2 `{first.get('command')}`"
+    page = (PAGE_HEAD + "\n".join(lines) + "\n\n" + meta + f"\n\n{command}"
             f"{' on ' + first['device_name'] if first.get('device_name') else ''}.\n\n"
             "![learning curves](economy_learning.png)\n")
     (docs / "economy_learning.md").write_text(page)
@@ -200,9 +282,15 @@ def main(argv=None):
     ap.add_argument("--out", default="runs/economy_learning")
     ap.add_argument("--regimes", nargs="*", default=list(REGIMES), choices=list(REGIMES))
     ap.add_argument("--two-phase", action="store_true",
-                    help="ai_planner starts from free_market's trained workers, after it (as in the AI Economist)")
+                    help="workers train without taxes first, then every regime starts from them (as the AI Economist)")
+    ap.add_argument("--pretrain-only", action="store_true", help="only phase 1: writes OUT/pretrain/workers.pt")
+    ap.add_argument("--init-from", default="", metavar="WORKERS_PT",
+                    help="only phase 2, every regime starting from these pretrained workers")
+    ap.add_argument("--pretrain-minutes", type=float, default=None,
+                    help="phase 1's time limit (default: --max-minutes)")
+    ap.add_argument("--anneal-episodes", type=float, default=30.0,
+                    help="phase 2: episodes per env over which the planner's rate limit rises from 10%% to 100%%")
     ap.add_argument("--report", metavar="OUT", default=None, help="only write the table and plot from OUT")
-    ap.add_argument("--init-from", default="", help=argparse.SUPPRESS)
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--command", default="", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -211,29 +299,41 @@ def main(argv=None):
         return
     out = Path(args.out)
     if args.child:
+        anneal = args.anneal_episodes if args.init_from else 0.0
         train_one(args.child, args.env_steps, out, args.num_envs, args.eval_episodes, args.device,
-                  args.max_minutes * 60, args.command, args.init_from)
+                  args.max_minutes * 60, args.command, args.init_from, anneal)
         return
-    if args.two_phase and not {"free_market", "ai_planner"} <= set(args.regimes):
-        ap.error("--two-phase needs the regimes free_market and ai_planner")
+    if sum(map(bool, (args.two_phase, args.pretrain_only, args.init_from))) > 1:
+        ap.error("--two-phase, --pretrain-only and --init-from are alternatives")
+    if args.anneal_episodes <= 0:
+        ap.error("--anneal-episodes must be positive")
+    if args.init_from and not Path(args.init_from).is_file():
+        ap.error(f"--init-from {args.init_from}: no such file")
     out.mkdir(parents=True, exist_ok=True)
     given = " ".join(argv if argv is not None else sys.argv[1:])
     base = [sys.executable, "-m", "benchmarks.economy_learning", "--env-steps", str(args.env_steps),
             "--num-envs", str(args.num_envs), "--eval-episodes", str(args.eval_episodes), "--out", str(out),
-            "--max-minutes", str(args.max_minutes),
+            "--anneal-episodes", str(args.anneal_episodes),
             "--command", f"python -m benchmarks.economy_learning {given}"]
     base += ["--device", args.device] if args.device else []
-    def start(regime, extra=()):
+
+    def start(regime, minutes, extra=()):
         (out / regime).mkdir(exist_ok=True)
         log = open(out / regime / "log.txt", "w")
-        return subprocess.Popen(base + ["--child", regime, *extra], stdout=log, stderr=subprocess.STDOUT)
+        return subprocess.Popen(base + ["--max-minutes", str(minutes), "--child", regime, *extra], stdout=log,
+                                stderr=subprocess.STDOUT)
 
-    later = ("ai_planner",) if args.two_phase else ()
-    procs = {r: start(r) for r in args.regimes if r not in later}
-    if later:
-        if procs["free_market"].wait() != 0:
-            raise SystemExit(f"free_market failed: see {out}/free_market/log.txt")
-        procs["ai_planner"] = start("ai_planner", ["--init-from", str(out / "free_market" / "checkpoint.pt")])
+    init_from = args.init_from
+    if args.two_phase or args.pretrain_only:
+        minutes = args.max_minutes if args.pretrain_minutes is None else args.pretrain_minutes
+        if start(PRETRAIN, minutes).wait() != 0:
+            raise SystemExit(f"phase 1 failed: see {out}/{PRETRAIN}/log.txt")
+        init_from = str(out / PRETRAIN / "workers.pt")
+        if args.pretrain_only:
+            print(f"phase 1 done; run phase 2 with --init-from {init_from}")
+            return
+    extra = ["--init-from", init_from] if init_from else []
+    procs = {r: start(r, args.max_minutes, extra) for r in args.regimes}
     failed = [r for r, p in procs.items() if p.wait() != 0]
     if failed:
         raise SystemExit(f"regimes failed: {failed}; see {out}/<regime>/log.txt")

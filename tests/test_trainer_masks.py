@@ -77,3 +77,22 @@ def test_envs_without_masks_train_unmasked(tmp_path):
                 out=str(tmp_path))
     trainer = Trainer(args)
     assert trainer.masked == () and all("action_mask" not in b for b in trainer.buf.values())
+
+
+def test_equal_heads_batched_match_independent_heads():
+    """MultiDiscrete heads of one size share one batched distribution; its numbers are the per-head sums."""
+    torch.manual_seed(0)
+    pol = GroupPolicy(5, gymnasium.spaces.MultiDiscrete([4, 4, 4]), hidden=16)
+    obs = torch.randn(3000, 5)
+    mask = torch.rand(3000, 12) < 0.7
+    mask[:, [0, 4, 8]] = True  # every head keeps a feasible action
+    action, logp, entropy, _ = pol.act(obs, mask=mask)
+    assert action.shape == (3000, 3)
+    assert mask.view(3000, 3, 4).gather(2, action.unsqueeze(-1)).all()
+    logits = pol.actor(obs).masked_fill(~mask, -1e9).view(3000, 3, 4)
+    heads = [torch.distributions.Categorical(logits=logits[:, h]) for h in range(3)]
+    assert torch.allclose(logp, sum(d.log_prob(action[:, h]) for h, d in enumerate(heads)), atol=1e-5)
+    assert torch.allclose(entropy, sum(d.entropy() for d in heads), atol=1e-5)
+    counts = torch.bincount(action[:, 1], minlength=4).float() / 3000
+    expected = torch.stack([h.probs for h in heads])[1].mean(0)
+    assert torch.allclose(counts, expected, atol=0.03)  # sampled from each head's own distribution

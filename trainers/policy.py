@@ -78,14 +78,21 @@ class GroupPolicy(nn.Module):
             out = out.masked_fill(~mask, MASKED_LOGIT)
         # validate_args=False: torch's argument checks read a result back to the host, a device
         # sync per distribution and per log_prob, which stalls a GPU rollout once per action head.
-        dists = [Categorical(logits=x, validate_args=False) for x in out.split(self.splits, dim=-1)]
         single = len(self.splits) == 1
+        if len(set(self.splits)) == 1:
+            # Heads of one size are one batched distribution over (..., heads, n): a planner's seven
+            # tax brackets cost the kernel launches of one head instead of seven.
+            dist = Categorical(logits=out.unflatten(-1, (len(self.splits), self.splits[0])), validate_args=False)
+            if action is None:
+                action = dist.logits.argmax(-1) if greedy else dist.sample()
+                if single:
+                    action = action[..., 0]
+            parts = action.unsqueeze(-1) if single else action
+            return action, dist.log_prob(parts).sum(-1), dist.entropy().sum(-1), self.value(obs)
+        dists = [Categorical(logits=x, validate_args=False) for x in out.split(self.splits, dim=-1)]
         if action is None:
             action = torch.stack([d.logits.argmax(-1) if greedy else d.sample() for d in dists], -1)
-            if single:
-                action = action[..., 0]
-        parts = action.unsqueeze(-1) if single else action
-        logp = sum(d.log_prob(parts[..., i]) for i, d in enumerate(dists))
+        logp = sum(d.log_prob(action[..., i]) for i, d in enumerate(dists))
         entropy = sum(d.entropy() for d in dists)
         return action, logp, entropy, self.value(obs)
 

@@ -1,0 +1,34 @@
+"""The economy learning study's tax annealing: its schedule, and the limit a planner is evaluated under."""
+
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from benchmarks.economy_learning import REGIMES, anneal_schedule, eval_kwargs, regime_kwargs
+from gpu_zoo.economy.gather_trade_build import EconomyParams, constants, rate_limit
+
+
+def env_limit(kwargs: dict, episodes: int) -> float:
+    """The highest rate the env itself allows after ``episodes`` episodes (its kernel function, run in Python)."""
+    p = SimpleNamespace(**constants(EconomyParams(**kwargs)))
+    return float(rate_limit.py_func(np.array([episodes]), p, 0))
+
+
+def test_schedule_rises_from_a_tenth_to_everything_over_the_given_episodes():
+    kwargs = regime_kwargs("ai_planner", anneal_episodes=30)
+    assert kwargs["tax_annealing_schedule"] == anneal_schedule(30)
+    assert env_limit(kwargs, 0) == pytest.approx(0.1)
+    assert env_limit(kwargs, 15) == pytest.approx(0.55)
+    assert env_limit(kwargs, 30) == pytest.approx(1.0) and env_limit(kwargs, 31) == 1.0
+    assert "tax_annealing_schedule" not in regime_kwargs("us_federal", anneal_episodes=30)
+
+
+def test_an_annealed_planner_is_evaluated_under_the_limit_its_training_reached():
+    kwargs, limit = eval_kwargs("ai_planner", 30, episodes_done=12)
+    assert limit == pytest.approx(env_limit(regime_kwargs("ai_planner", 30), 12))
+    assert env_limit(kwargs, 0) == pytest.approx(limit)  # a fresh evaluation env starts at that limit
+    kwargs, limit = eval_kwargs("ai_planner", 30, episodes_done=45)
+    assert limit == 1.0 and "tax_annealing_schedule" not in kwargs
+    assert eval_kwargs("us_federal", 30, episodes_done=3) == (REGIMES["us_federal"][0], 1.0)
+    assert eval_kwargs("ai_planner", 0.0, episodes_done=3) == (REGIMES["ai_planner"][0], 1.0)

@@ -133,7 +133,8 @@ def checkpoint_summary(path: str) -> dict:
 
 
 def train_one(regime: str, env_steps: int, out: Path, num_envs: int, eval_episodes: int, device: str | None,
-              max_seconds: float = 0.0, command: str = "", init_from: str = "", anneal_episodes: float = 0.0):
+              max_seconds: float = 0.0, command: str = "", init_from: str = "", anneal_episodes: float = 0.0,
+              run_with: tuple[str, ...] = ()):
     """Child process: trains one regime, evaluates it, writes ``out/regime/result.json``.
 
     The ``pretrain`` regime only trains, and writes its workers' policies to ``out/pretrain/workers.pt``.
@@ -159,7 +160,7 @@ def train_one(regime: str, env_steps: int, out: Path, num_envs: int, eval_episod
     seconds = time.perf_counter() - t0
     record = {"regime": regime, "env_kwargs": args.env_kwargs, "trained_groups": args.train_groups,
               "init_from": checkpoint_summary(init_from) if init_from else None,
-              "command": command, "device_name": torch.cuda.get_device_name(trainer.device)
+              "command": command, "run_with": run_with, "device_name": torch.cuda.get_device_name(trainer.device)
               if trainer.device.type == "cuda" else "CPU",
               "env_steps": trainer.iteration * args.env_steps_per_iteration, "train_seconds": seconds,
               "eval_episodes": eval_episodes, "ppo": dataclasses.asdict(args)}
@@ -202,9 +203,11 @@ def report(out: Path, docs: Path = DOCS):
     docs.mkdir(parents=True, exist_ok=True)
     fig, axes = plt.subplots(1, 2, figsize=(11, 4))
     init = next((rec["init_from"] for rec in results.values() if rec.get("init_from")), None)
+    # Phase 1's folder: under OUT when the results were gathered there, else where the run left it.
+    phase1 = (out / PRETRAIN if (out / PRETRAIN).is_dir() else Path(init["path"]).parent) if init else None
     curves = {regime: (out / regime / "progress.csv", init["env_steps"] if init else 0) for regime in results}
-    if init and (Path(init["path"]).parent / "progress.csv").exists():
-        curves = {"pretrain (no taxes)": (Path(init["path"]).parent / "progress.csv", 0), **curves}
+    if phase1 and (phase1 / "progress.csv").exists():
+        curves = {"pretrain (no taxes)": (phase1 / "progress.csv", 0), **curves}
     for name, (path, offset) in curves.items():
         rows = list(csv.DictReader(open(path)))
         for ax, col in zip(axes, ("return/worker", "return/planner"), strict=True):
@@ -242,16 +245,20 @@ def report(out: Path, docs: Path = DOCS):
         if rec.get("init_from"):
             trained += " (from the pretrained workers)"
         lines.append(row(regime.replace("_", " "), trained, rec))
+    def company(regime, rec):
+        others = [r.replace("_", " ") for r in rec.get("run_with", []) if r != regime]
+        return f" alongside {' and '.join(others)}" if others else (" alone" if rec.get("run_with") else "")
+
     steps = ", ".join(f"{r.replace('_', ' ')} {rec['env_steps'] / 1e6:.1f}M in {rec['train_seconds'] / 60:.1f} min"
-                      for r, rec in results.items())
+                      f"{company(r, rec)}" for r, rec in results.items())
     where = f"on one {'GPU' if first.get('device_name', 'CPU') != 'CPU' else 'CPU'}"
     if init:
-        phase1 = (f"Phase 1: the workers trained without taxes for {init['env_steps'] / 1e6:.1f}M env-steps "
-                  f"({init['seconds'] / 60:.1f} min). Phase 2: every regime started from those workers and "
-                  f"trained on for its own budget, the regimes in parallel {where}: ")
+        intro = (f"Phase 1: the workers trained without taxes for {init['env_steps'] / 1e6:.1f}M env-steps "
+                 f"({init['seconds'] / 60:.1f} min). Phase 2: every regime started from those workers and "
+                 f"trained on for its own budget {where}: ")
     else:
-        phase1 = f"Each regime trained from scratch, the regimes in parallel {where}: "
-    meta = (f"{phase1}{steps} ({first['ppo']['num_envs']} envs, seed {first['ppo']['seed']}); then "
+        intro = f"Each regime trained from scratch {where}: "
+    meta = (f"{intro}{steps} ({first['ppo']['num_envs']} envs, seed {first['ppo']['seed']}); then "
             f"{first['eval_episodes']} evaluation episodes each, the same seeds for all.")
     planner = results.get("ai_planner", {})
     if planner.get("anneal_episodes"):
@@ -259,12 +266,26 @@ def report(out: Path, docs: Path = DOCS):
                  f"{planner['anneal_episodes']:g} episodes per env; it reached "
                  f"{100 * planner['max_rate_in_eval']:.0f}% "
                  "by the end of training, the limit it was evaluated under.")
-    command = f"Command: `{first.get('command', 'python -m benchmarks.economy_learning')}`"
-    phase1_record = Path(init["path"]).parent / "result.json" if init else None
-    if phase1_record and phase1_record.exists():
-        phase1_command = json.loads(phase1_record.read_text()).get("command", "")
-        if phase1_command and phase1_command != first.get("command"):
-            command = f"Commands: phase 1 `{phase1_command}`, then phase 2 `{first.get('command')}`"
+    others = {d.name: json.loads((d / "result.json").read_text())
+              for d in sorted((out / "runs").glob("*")) if (d / "result.json").exists()}
+    if others:
+        meta += ("\n\nOther runs of a regime, from the same start and evaluated on the same episodes:\n\n"
+                 + "| run | training | productivity (coin) | equality | social welfare |\n"
+                 + "| --- | --- | --- | --- | --- |\n"
+                 + "\n".join(row(f"{rec['regime'].replace('_', ' ')}" + (f", rates annealed over "
+                                  f"{rec['anneal_episodes']:g} episodes" if rec.get("anneal_episodes") else ""),
+                                  f"{rec['env_steps'] / 1e6:.1f}M env-steps{company(rec['regime'], rec)}"
+                                  + (f", rate limit reached {100 * rec['max_rate_in_eval']:.0f}%"
+                                     if rec.get("anneal_episodes") else ""), rec)
+                             for name, rec in others.items()))
+    phase1_record = phase1 / "result.json" if phase1 else None
+    commands = [json.loads(phase1_record.read_text()).get("command", "")] if phase1_record and phase1_record.exists() \
+        else []
+    for rec in [*results.values(), *others.values()]:
+        if rec.get("command") and rec["command"] not in commands:
+            commands.append(rec["command"])
+    command = "Commands, in order:\n\n" + "\n".join(f"    {c}" for c in commands) + "\n\nrun" if len(commands) > 1 \
+        else f"Command: `{commands[0] if commands else 'python -m benchmarks.economy_learning'}`"
     page = (PAGE_HEAD + "\n".join(lines) + "\n\n" + meta + f"\n\n{command}"
             f"{' on ' + first['device_name'] if first.get('device_name') else ''}.\n\n"
             "![learning curves](economy_learning.png)\n")
@@ -293,6 +314,7 @@ def main(argv=None):
     ap.add_argument("--report", metavar="OUT", default=None, help="only write the table and plot from OUT")
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--command", default="", help=argparse.SUPPRESS)
+    ap.add_argument("--run-with", default="", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.report:
         report(Path(args.report))
@@ -300,8 +322,9 @@ def main(argv=None):
     out = Path(args.out)
     if args.child:
         anneal = args.anneal_episodes if args.init_from else 0.0
+        run_with = tuple(r for r in args.run_with.split(",") if r)
         train_one(args.child, args.env_steps, out, args.num_envs, args.eval_episodes, args.device,
-                  args.max_minutes * 60, args.command, args.init_from, anneal)
+                  args.max_minutes * 60, args.command, args.init_from, anneal, run_with)
         return
     if sum(map(bool, (args.two_phase, args.pretrain_only, args.init_from))) > 1:
         ap.error("--two-phase, --pretrain-only and --init-from are alternatives")
@@ -333,6 +356,7 @@ def main(argv=None):
             print(f"phase 1 done; run phase 2 with --init-from {init_from}")
             return
     extra = ["--init-from", init_from] if init_from else []
+    extra += ["--run-with", ",".join(args.regimes)]
     procs = {r: start(r, args.max_minutes, extra) for r in args.regimes}
     failed = [r for r, p in procs.items() if p.wait() != 0]
     if failed:

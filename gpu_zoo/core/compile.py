@@ -139,8 +139,9 @@ class _Stages:
     compiled kernel serves both the batched face and the PettingZoo one).
 
     Kinds: ``agent``, ``env`` and ``item`` call a phase; ``elem`` assigns ``s.<target>_<group>[e, ai, i]``
-    for every observation element of every group, from an expression of ``a``, ``ai`` and ``i``. An
-    observation (``observed``) is computed only for agents that are `observing`; the others get zeros.
+    for every observation element of every group, from an expression of ``a``, ``ai`` and ``i`` (or,
+    ``by_block``, of the literal block index ``{b}`` and the offset ``j`` in it). An observation
+    (``observed``) is computed only for agents that are `observing`; the others get zeros.
     """
 
     def __init__(self):
@@ -154,7 +155,8 @@ class _Stages:
         self.imports[alias] = (mod, name)
         if isinstance(phase, PerObs):
             self.per_obs.add(alias)
-            self.elem("obs", f"{alias}(s, p, e, a, i)", guard, observed=True)
+            call = f"{alias}(s, p, e, a, {{b}}, j)" if phase.by_block else f"{alias}(s, p, e, a, i)"
+            self.elem("obs", call, guard, observed=True, by_block=phase.by_block)
         elif isinstance(phase, PerItem):
             self.items.append(("item", (alias, phase.count, phase.scratch), guard))
         elif isinstance(phase, PerAgent):
@@ -162,8 +164,8 @@ class _Stages:
         else:
             self.items.append(("env", alias, guard))
 
-    def elem(self, target: str, value: str, guard: str = "", observed: bool = False):
-        self.items.append(("elem", (target, value, observed), guard))
+    def elem(self, target: str, value: str, guard: str = "", observed: bool = False, by_block: bool = False):
+        self.items.append(("elem", (target, value, observed, by_block), guard))
 
     def observe(self, phases, guard: str = ""):
         for ph in phases:
@@ -228,7 +230,16 @@ def _params_source(layout: Layout, deco: str) -> tuple[str, list[str]]:
     return "\n".join(body), names
 
 
-def _cpu_elem_helper(name: str, target: str, value: str, observed: bool, layout: Layout) -> str:
+def _blocks(gi) -> list[tuple[int, int, int]]:
+    """(index, first element, size) of each of a group's observation blocks."""
+    out, off = [], 0
+    for b, block in enumerate(gi.group.obs):
+        out.append((b, off, block.size))
+        off += block.size
+    return out
+
+
+def _cpu_elem_helper(name: str, target: str, value: str, observed: bool, by_block: bool, layout: Layout) -> str:
     """An element stage as its own function: inlined in the parfor body it computes wrong values."""
     out = ["@njit(cache=True, _nrt=False, error_model='numpy')", f"def {name}(s, p, e):"]
     for gi in layout.groups.values():
@@ -237,8 +248,21 @@ def _cpu_elem_helper(name: str, target: str, value: str, observed: bool, layout:
         if observed:
             out += ["        if not _observing(s, e, a):", f"            for i in range({D}):",
                     f"                {store} = np.float32(0.0)", "            continue"]
-        out += [f"        for i in range({D}):", f"            {store} = {value.format(g=gi.name)}"]
+        # By block, the CPU still runs one loop over the row: a loop per block would inline the
+        # observation once per block, doubling compile time for no measured gain on a CPU.
+        out += [f"        for i in range({D}):", *("    " + ln for ln in _find_block(gi, by_block)),
+                f"            {store} = {value.format(g=gi.name, b='b')}"]
     return "\n".join(out)
+
+
+def _find_block(gi, by_block: bool) -> list[str]:
+    """Lines setting ``b`` and ``j`` (block of element ``i``, offset in it) by comparisons, if by block."""
+    if not by_block:
+        return []
+    out = ["        b = 0", "        j = i"]
+    for b, off, _ in _blocks(gi)[1:]:
+        out += [f"        if i >= {off}:", f"            b = {b}", f"            j = i - {off}"]
+    return out
 
 
 def _cpu_body(name: str, stages: _Stages, layout: Layout, helpers: dict) -> str:
@@ -289,7 +313,7 @@ def _cpu_stages(stages: _Stages, layout: Layout, helpers: dict) -> list[str]:
 ROW_MIN = 32
 
 
-def _cuda_elem_loop(gi, tpe: int, store: str, value: str, observed: bool) -> list[str]:
+def _cuda_elem_loop(gi, tpe: int, store: str, value: str, observed: bool, by_block: bool = False) -> list[str]:
     """Lines looping one lane over its elements of a group's (agents, obs) block.
 
     Long rows (``ROW_MIN`` elements or more) go a row to a warp: the lanes of a warp step through
@@ -300,26 +324,39 @@ def _cuda_elem_loop(gi, tpe: int, store: str, value: str, observed: bool) -> lis
     Short rows go flat: consecutive lanes take consecutive elements of the block, the (agent,
     element) pair advancing by a compile-time step with one carry instead of being divided out of
     a flat index (64-bit integer division costs more than most elements).
+
+    ``by_block`` values take a block index and an offset in it. Rows then loop block by block with
+    the index a literal; flat loops find it by comparing the element index with the block starts.
     """
     D, n, lo = gi.group.obs_size, gi.count, gi.lo
     zero = "np.float32(0.0)"
     if D >= ROW_MIN:
         W = min(32, tpe)
         R = tpe // W
-        row = [f"                {store} = {value}", f"                i += {W}"]
         out = [f"        a = {lo} + ((lane // {W} + {R - lo % R}) & {R - 1})", f"        while a < {lo + n}:",
-               f"            ai = a - {lo}", f"            i = lane & {W - 1}"]
-        if observed:
-            out += ["            if _observing(s, e, a):", f"                while i < {D}:",
-                    *("    " + ln for ln in row), "            else:", f"                while i < {D}:",
-                    f"                    {store} = {zero}", f"                    i += {W}"]
+               f"            ai = a - {lo}"]
+        ind = "                " if observed else "            "
+        if by_block:
+            row = []
+            for b, off, size in _blocks(gi):
+                row += [f"{ind}j = lane & {W - 1}", f"{ind}while j < {size}:", f"{ind}    i = {off} + j",
+                        f"{ind}    {store} = {value.format(b=b)}", f"{ind}    j += {W}"]
         else:
-            out += [f"            while i < {D}:", *row]
+            row = [f"{ind}i = lane & {W - 1}", f"{ind}while i < {D}:", f"{ind}    {store} = {value}",
+                   f"{ind}    i += {W}"]
+        if observed:
+            out += ["            if _observing(s, e, a):", *row, "            else:",
+                    f"{ind}i = lane & {W - 1}", f"{ind}while i < {D}:", f"{ind}    {store} = {zero}",
+                    f"{ind}    i += {W}"]
+        else:
+            out += row
         return out + [f"            a += {R}"]
     da, di = divmod(tpe, D)
+    find_block = ["    " + ln for ln in _find_block(gi, by_block)]
+    value = value.format(b="b") if by_block else value
     val = f"{value} if _observing(s, e, a) else {zero}" if observed else value
     return [f"        ai = lane // {D}", f"        i = lane - ai * {D}", f"        while ai < {n}:",
-            f"            a = ai + {lo}", f"            {store} = {val}",
+            f"            a = ai + {lo}", *find_block, f"            {store} = {val}",
             f"            ai += {da}", f"            i += {di}", f"            if i >= {D}:",
             f"                i -= {D}", "                ai += 1"]
 
@@ -359,10 +396,12 @@ def _cuda_body(name: str, stages: _Stages, layout: Layout, shape: LaunchShape, s
             out += [f"    if {cond}:", "        k = lane", f"        while k < {fn[1]}:",
                     f"            {fn[0]}(s, p, e, k{_scratch_args(fn[2], 'cuda')})", f"            k += {tpe}"]
         else:
-            target, value, observed = fn
+            target, value, observed, by_block = fn
             out.append(f"    if {cond}:")
             for gi in layout.groups.values():
-                out += _cuda_elem_loop(gi, tpe, f"s.{target}_{gi.name}[e, ai, i]", value.format(g=gi.name), observed)
+                # {b} stays a placeholder for the block loops to fill
+                value_g = value.format(g=gi.name, b="{b}")
+                out += _cuda_elem_loop(gi, tpe, f"s.{target}_{gi.name}[e, ai, i]", value_g, observed, by_block)
         out.append("    cuda.syncthreads()")
     return "\n".join(out)
 

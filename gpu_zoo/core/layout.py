@@ -221,4 +221,7 @@ class Layout:
         """What the compiled kernels depend on (not num_envs, not runtime params)."""
         shape = tuple((n, f.dtype, f.shape) for n, f in self.fields.items())
         consts = tuple(sorted((k, repr(v)) for k, v in self.kernel_constants.items()))
-        return (self.spec.id, shape, consts, self.runtime_params)
+        # The phases too: the same params can compile other phases (an env choosing them by a
+        # module setting, a test swapping one), and a kernel compiled for others must not be reused.
+        phases = tuple(self.spec.phases(kind, self.params) for kind in ("reset", "step", "observe"))
+        return (self.spec.id, shape, consts, self.runtime_params, phases)

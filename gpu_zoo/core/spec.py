@@ -143,9 +143,17 @@ class PerObs:
     GPU, where a row written by each agent's own thread is not. It is called only for agents
     that are `gpu_zoo.core.episode.observing` (in the game, or leaving it at this step); the
     core writes zeros for the others.
+
+    With ``by_block=True`` it is ``fn(s, p, e, a, b, j) -> float32`` instead: element ``j`` of
+    the group's `ObsBlock` number ``b``. On a GPU, rows a warp writes (``ROW_MIN`` elements or
+    more) then loop block by block with ``b`` a literal, so the compiler folds every branch on it
+    and no element index is divided into (block, offset). Worth it for blocks of a few tens of
+    elements or more, where that per-element work is most of an element's cost; each block's
+    last pass leaves some of the warp idle. Elsewhere the core finds ``b`` by comparisons.
     """
 
     fn: Callable
+    by_block: bool = False
 
 
 @dataclass(frozen=True)
@@ -171,6 +179,9 @@ class EnvSpec:
         render: ``render(state, params) -> uint8 (H, W, 3)``; ``state`` maps field names to the
             NumPy arrays of one environment.
         module: the module whose docstring documents the environment.
+        launch: ``launch(params) -> dict`` of ``threads_per_env`` and ``max_registers`` for the
+            GPU when the caller gives neither: a configuration whose kernel is measured to run
+            faster than under `gpu_zoo.core.compile.launch_shape`'s general choice. Optional.
     """
 
     id: str
@@ -183,6 +194,7 @@ class EnvSpec:
     constants: Callable[[Any], dict] = lambda p: {}
     render: Callable | None = None
     module: str = ""
+    launch: Callable[[Any], dict] | None = None
 
     def __post_init__(self):
         if not (dataclasses.is_dataclass(self.params) and self.params.__dataclass_params__.frozen):

@@ -15,8 +15,8 @@ CASES = {
     "tag_full": ("tag_continuous_v0", dict(num_taggers=2, num_runners=4, max_cycles=6, tagging_distance=0.15)),
     "tag_knn": ("tag_continuous_v0", dict(num_taggers=1, num_runners=5, max_cycles=5, tagging_distance=0.2,
                                           use_full_observation=False, num_other_agents_observed=3)),
-    "tag_own_state": ("tag_continuous_v0", dict(num_taggers=1, num_runners=2, max_cycles=4, tagging_distance=0.2,
-                                                observe_own_state=True)),
+    "tag_own_state": ("tag_continuous_v0", dict(num_taggers=1, num_runners=4, max_cycles=4, tagging_distance=0.2,
+                                                observe_own_state=True)),  # 34 values: a warp per row
     "grid_full": ("tag_gridworld_v0", GRID_SMALL),
     "grid_partial": ("tag_gridworld_v0", dict(num_taggers=2, num_runners=1, grid_length=4, max_cycles=4,
                                               use_full_observation=False)),

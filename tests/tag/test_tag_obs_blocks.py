@@ -13,8 +13,9 @@ import gpu_zoo.tag.continuous as tag
 from gpu_zoo.core.batched import BatchedEnv
 from gpu_zoo.core.compile import ROW_MIN
 
-LONG_ROWS = dict(num_taggers=2, num_runners=31, max_cycles=3, tagging_distance=0.1)
-SHORT_ROWS = dict(num_taggers=1, num_runners=5, max_cycles=5, tagging_distance=0.2,  # test_parity's tag_knn
+# Both as in test_parity (tag_own_state, tag_knn), whose element-wise CPU kernels these reuse.
+LONG_ROWS = dict(num_taggers=1, num_runners=4, max_cycles=4, tagging_distance=0.2, observe_own_state=True)
+SHORT_ROWS = dict(num_taggers=1, num_runners=5, max_cycles=5, tagging_distance=0.2,
                   use_full_observation=False, num_other_agents_observed=3)
 
 

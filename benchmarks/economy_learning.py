@@ -126,8 +126,10 @@ def eval_kwargs(regime: str, anneal_episodes: float, episodes_done: float) -> tu
 
 def checkpoint_summary(path: str) -> dict:
     """Where a warm start came from: its path, regime folder, env-steps and training seconds."""
+    from trainers.config import Args
+
     saved = torch.load(path, map_location="cpu", weights_only=False)
-    per_iteration = saved["args"]["num_envs"] * saved["args"]["num_steps"]
+    per_iteration = Args(**saved["args"]).env_steps_per_iteration
     return {"path": path, "env_steps": saved["iteration"] * per_iteration, "seconds": saved["seconds"],
             "env_kwargs": saved["args"]["env_kwargs"], "train_groups": saved["args"]["train_groups"]}
 
@@ -165,9 +167,9 @@ def train_one(regime: str, env_steps: int, out: Path, num_envs: int, eval_episod
               "env_steps": trainer.iteration * args.env_steps_per_iteration, "train_seconds": seconds,
               "eval_episodes": eval_episodes, "ppo": dataclasses.asdict(args)}
     if regime == PRETRAIN:
-        torch.save({k: v for k, v in torch.load(out / regime / "checkpoint.pt", map_location="cpu",
-                                                weights_only=False).items()
-                    if k in ("args", "iteration", "seconds", "policies")}, out / regime / "workers.pt")
+        # The policies alone (1.4 MB, not the checkpoint's env state): what phase 2 starts from.
+        torch.save({"args": dataclasses.asdict(args), "iteration": trainer.iteration, "seconds": trainer.seconds,
+                    "policies": trainer.policies.state_dict()}, out / regime / "workers.pt")
         (out / regime / "result.json").write_text(json.dumps(record, indent=1))
         print(f"pretrained workers: {out / regime / 'workers.pt'}", flush=True)
         return

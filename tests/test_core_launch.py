@@ -82,23 +82,15 @@ def test_a_scratch_name_must_be_a_field_of_shape_n(name):
     assert Layout(spec, params).scratch_fields == ("nbr_d2", "nbr_j")
 
 
-class _Chosen(Exception):
-    pass
-
-
 @pytest.mark.parametrize("given, expected", [({}, (128, 128)), ({"threads_per_env": 64}, (64, None)),
-                                             ({"max_registers": 96}, (None, 96))])
-def test_an_envs_preferred_launch_applies_unless_the_caller_chooses(given, expected, monkeypatch, cuda_device):
-    import gpu_zoo.core.launch as launch
-    from gpu_zoo.core.batched import BatchedEnv
+                                             ({"max_registers": 96}, (256, 96))])
+def test_an_envs_preferred_launch_applies_unless_the_caller_chooses(given, expected):
+    from gpu_zoo.core.compile import layout_launch_shape
+    from gpu_zoo.core.layout import Layout
 
-    def record(layout, num_envs, simulator, block, threads_per_env, max_registers):
-        raise _Chosen((threads_per_env, max_registers))  # stop before compiling anything
-
-    monkeypatch.setattr(launch, "layout_launch_shape", record)
     spec = gpu_zoo.get_spec("tag_continuous_v0")
-    with pytest.raises(_Chosen) as chosen:
-        BatchedEnv(spec, 1, device=cuda_device, target="cuda", num_taggers=5, num_runners=95, **given)
-    assert chosen.value.args[0] == expected
+    layout = Layout(spec, spec.make_params(num_taggers=5, num_runners=95))
+    shape = layout_launch_shape(layout, 2000, **given)
+    assert (shape.threads_per_env, shape.max_registers) == expected
     assert spec.launch(spec.params(num_taggers=5, num_runners=95)) == {"threads_per_env": 128, "max_registers": 128}
     assert spec.launch(spec.params(num_taggers=5, num_runners=95, use_full_observation=False)) == {}

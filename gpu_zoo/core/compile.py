@@ -107,7 +107,10 @@ def launch_shape(num_agents: int, simulator: bool = False, block: int = 128,
 
 def layout_launch_shape(layout: Layout, num_envs: int, simulator: bool = False, block: int = 128,
                         threads_per_env: int | None = None, max_registers: int | None = None) -> LaunchShape:
-    """`launch_shape` for ``num_envs`` copies of ``layout``."""
+    """`launch_shape` for ``num_envs`` copies of ``layout``; `EnvSpec.launch` if the caller picks nothing."""
+    if threads_per_env is None and max_registers is None and layout.spec.launch is not None:
+        preferred = layout.spec.launch(layout.params)
+        threads_per_env, max_registers = preferred.get("threads_per_env"), preferred.get("max_registers")
     return launch_shape(layout.num_agents, simulator, block, threads_per_env, layout.obs_elements, num_envs,
                         max_registers)
 
@@ -336,20 +339,18 @@ def _cuda_elem_loop(gi, tpe: int, store: str, value: str, observed: bool, by_blo
         out = [f"        a = {lo} + ((lane // {W} + {R - lo % R}) & {R - 1})", f"        while a < {lo + n}:",
                f"            ai = a - {lo}"]
         ind = "                " if observed else "            "
+
+        def whole_row(val):
+            return [f"{ind}i = lane & {W - 1}", f"{ind}while i < {D}:", f"{ind}    {store} = {val}",
+                    f"{ind}    i += {W}"]
+
+        row = whole_row(value)
         if by_block:
             row = []
             for b, off, size in _blocks(gi):
                 row += [f"{ind}j = lane & {W - 1}", f"{ind}while j < {size}:", f"{ind}    i = {off} + j",
                         f"{ind}    {store} = {value.format(b=b)}", f"{ind}    j += {W}"]
-        else:
-            row = [f"{ind}i = lane & {W - 1}", f"{ind}while i < {D}:", f"{ind}    {store} = {value}",
-                   f"{ind}    i += {W}"]
-        if observed:
-            out += ["            if _observing(s, e, a):", *row, "            else:",
-                    f"{ind}i = lane & {W - 1}", f"{ind}while i < {D}:", f"{ind}    {store} = {zero}",
-                    f"{ind}    i += {W}"]
-        else:
-            out += row
+        out += ["            if _observing(s, e, a):", *row, "            else:", *whole_row(zero)] if observed else row
         return out + [f"            a += {R}"]
     da, di = divmod(tpe, D)
     find_block = ["    " + ln for ln in _find_block(gi, by_block)]

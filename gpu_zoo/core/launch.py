@@ -61,10 +61,6 @@ class Launcher:
         elif target == "cuda":
             cuda = compat.import_cuda()
             self.simulator = simulator_enabled()
-            if threads_per_env is None and max_registers is None and layout.spec.launch is not None:
-                preferred = layout.spec.launch(layout.params)
-                threads_per_env, max_registers = preferred.get("threads_per_env"), preferred.get("max_registers")
-                check_launch_options(threads_per_env, max_registers)
             if self.simulator != (dev.type == "cpu"):
                 raise ValueError("the cuda target runs on CUDA tensors, or on CPU tensors under "
                                  f"NUMBA_ENABLE_CUDASIM=1; got device {dev} with the simulator "

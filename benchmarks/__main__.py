@@ -23,6 +23,8 @@ def main(argv=None):
     run.add_argument("--budget-s", type=float, default=None, help="record the cases left after this as skipped")
     run.add_argument("--case-timeout-s", type=float, default=240.0)
     run.add_argument("--label", default=None, help="machine label in the file name (default: GPU or host name)")
+    run.add_argument("--warm-jobs", type=int, default=0,
+                     help="first compile our kernels this many processes at a time (many-core hosts)")
     rep = sub.add_parser("report", help="turn the JSON records into docs/benchmarks.md and its plots")
     rep.add_argument("--results", default="benchmarks/results/")
     rep.add_argument("--out", default="docs/benchmarks.md")
@@ -31,7 +33,7 @@ def main(argv=None):
         from benchmarks.runner import run_suite
 
         path = run_suite(args.suite, args.device, args.out, args.sizes, args.only, args.budget_s,
-                         args.case_timeout_s, args.label)
+                         args.case_timeout_s, args.label, args.warm_jobs)
         print(f"wrote {path}")
     else:
         from benchmarks.report import write_report

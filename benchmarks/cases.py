@@ -38,6 +38,9 @@ class Case:
         return asdict(self)
 
 
+TRAINER_SETTINGS = ("num_steps", "hidden", "update_epochs", "num_minibatches")
+"""The trainer's `Args` fields a training case may set; the others keep their defaults."""
+
 GTB = "gather_trade_build"
 SB3 = "sb3_simple_tag"
 
@@ -54,6 +57,38 @@ def tag_continuous_kwargs(agents: int) -> dict:
 def gridworld_kwargs(agents: int) -> dict:
     """WarpDrive's tag_gridworld.yaml world: one runner, the rest taggers, a 100 x 100 grid, 100-step episodes."""
     return {"num_taggers": agents - 1, "num_runners": 1, "grid_length": 100, "max_cycles": 100}
+
+
+# WarpDrive's shipped training run, warp_drive/training/run_configs/tag_continuous.yaml (2.7.1), in
+# gpu_zoo's names: 100 envs of 10 taggers and 100 runners, 500-step episodes, 25000 env-steps per
+# iteration (250 per env), two-layer 256-wide networks. The WarpDrive row checks its YAML against this.
+WARPDRIVE_TAG_RUN = {
+    "num_envs": 100, "num_steps": 250, "hidden": 256,
+    "env": dict(num_taggers=10, num_runners=100, grid_length=20.0, max_cycles=500, max_acceleration=0.1,
+                min_acceleration=-0.1, max_turn=2.356, min_turn=-2.356, num_acceleration_levels=20,
+                num_turn_levels=20, skill_level_runner=1.0, skill_level_tagger=1.0, max_speed=1.0,
+                use_full_observation=False, runner_exits_game_after_tagged=True, num_other_agents_observed=10,
+                tag_reward_for_tagger=10.0, tag_penalty_for_runner=-10.0, step_penalty_for_tagger=0.0,
+                step_reward_for_runner=0.0, edge_hit_penalty=0.0, end_of_game_reward_for_runner=1.0,
+                tagging_distance=0.02),
+}
+
+
+def warpdrive_run_cases(device: str, iterations: int, repeats: int) -> list[Case]:
+    """WarpDrive's A2C on its tag_continuous.yaml, and our trainer on the same env, sizes and networks.
+
+    Ours runs one epoch of one minibatch per rollout (one gradient step per group, as A2C takes)
+    and, as a second row, its own PPO defaults (4 epochs of 4 minibatches).
+    """
+    w = WARPDRIVE_TAG_RUN
+    base = {"env_id": "tag_continuous_v0", "run": "warpdrive_tag_continuous_yaml", "env_kwargs": w["env"],
+            "num_steps": w["num_steps"], "hidden": w["hidden"], "iterations": iterations, "repeats": repeats}
+    ours = [Case("train_tag_continuous", "gpu_zoo", device, w["num_envs"], {**base, **upd})
+            for upd in ({"update_epochs": 1, "num_minibatches": 1}, {"update_epochs": 4, "num_minibatches": 4})]
+    theirs = Case("train_tag_continuous", "warpdrive", device, w["num_envs"],
+                  {"run": "warpdrive_tag_continuous_yaml", "env_kwargs": w["env"], "iterations": iterations,
+                   "repeats": repeats})
+    return [*ours, theirs]
 
 
 _FULL = {
@@ -107,7 +142,8 @@ def train_cases(device: str, sizes: str) -> list[Case]:
     out = [Case(f"train_{env_id.rsplit('_v', 1)[0]}", "gpu_zoo", device, n,
                 {**kw, "env_id": env_id, "num_steps": steps, "iterations": iterations, "repeats": repeats})
            for env_id, n, kw in t["train"]]
-    out.append(Case("train_tag_continuous", "warpdrive", device, 100, {"env_id": "tag_continuous"}))
+    if sizes == "full":  # 2.75M agent-steps per iteration: no tiny version of it
+        out += warpdrive_run_cases(device, iterations=2, repeats=3)
     out += [Case(SB3, s, "cpu", n) for n in t[SB3] for s in ("gpu_zoo", "supersuit")]  # SB3 trains on the CPU
     return out
 

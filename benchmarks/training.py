@@ -6,21 +6,25 @@ import dataclasses
 
 import torch
 
+from benchmarks.cases import TRAINER_SETTINGS
 from benchmarks.timing import gpu_memory_in_use, peak_gpu_memory, time_steps
 
 
-def make_trainer(env_id: str, num_envs: int, device: str, env_kwargs: dict, num_steps: int):
+def make_trainer(env_id: str, num_envs: int, device: str, env_kwargs: dict, **settings):
     """The PPO trainer of ``trainers/ppo.py``, every group trained, built from its ``Args``."""
     from trainers.ppo import Args, Trainer
 
-    wanted = {"env_id": env_id, "env_kwargs": env_kwargs, "num_envs": num_envs, "num_steps": num_steps,
-              "device": device, "eval_episodes": 0, "gif": False}
+    unknown = set(settings) - set(TRAINER_SETTINGS)
+    if unknown:
+        raise ValueError(f"trainer settings must be among {TRAINER_SETTINGS}, got {sorted(unknown)}")
+    wanted = {"env_id": env_id, "env_kwargs": env_kwargs, "num_envs": num_envs, "device": device,
+              "eval_episodes": 0, "gif": False, **settings}
     names = {f.name for f in dataclasses.fields(Args)}
     return Trainer(Args(**{k: v for k, v in wanted.items() if k in names}))
 
 
-def measure(env_id: str, num_envs: int, device: str, env_kwargs: dict, *, num_steps: int, iterations: int,
-            repeats: int) -> dict:
+def measure(env_id: str, num_envs: int, device: str, env_kwargs: dict, *, iterations: int, repeats: int,
+            **settings) -> dict:
     """Env-steps/s of whole PPO iterations (``rollout()`` then ``update()``), as the training loop runs them.
 
     One iteration first (compilation, allocator growth), then ``repeats`` timed runs of
@@ -30,7 +34,8 @@ def measure(env_id: str, num_envs: int, device: str, env_kwargs: dict, *, num_st
     baseline = gpu_memory_in_use(dev)
     if dev.type == "cuda":
         torch.cuda.reset_peak_memory_stats(dev)
-    trainer = make_trainer(env_id, num_envs, device, env_kwargs, num_steps)
+    trainer = make_trainer(env_id, num_envs, device, env_kwargs, **settings)
+    num_steps = trainer.args.num_steps
 
     def iteration():
         trainer.rollout()

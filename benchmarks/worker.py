@@ -6,7 +6,7 @@ import json
 import sys
 import traceback
 
-from benchmarks.cases import GTB, SB3, Case
+from benchmarks.cases import GTB, SB3, TRAINER_SETTINGS, Case
 from benchmarks.skip import Skipped
 
 RECORD_PREFIX = "BENCH_RECORD "
@@ -14,19 +14,32 @@ _OUR_IDS = {"simple_tag": "simple_tag_v3", "tag_continuous": "tag_continuous_v0"
             GTB: "gather_trade_build_v0"}
 
 
+def train_config(case: Case) -> tuple[str | None, dict, dict]:
+    """A training case's env id, env constructor arguments and run settings.
+
+    The env's arguments are the config's ``env_kwargs`` when it has them, else every key that is
+    not a setting; ``run`` names the peer's run a case matches and only distinguishes the id.
+    """
+    kw = {k: v for k, v in case.config.items() if k != "run"}
+    settings = {k: kw.pop(k) for k in ("iterations", "repeats", *TRAINER_SETTINGS) if k in kw}
+    env_id = kw.pop("env_id", None)
+    return env_id, kw.pop("env_kwargs", kw), settings
+
+
 def run_case(case: Case, tiny: bool) -> dict:
     """The measurement of ``case`` (raises `Skipped` when it cannot be taken here)."""
     t = {"target_s": 0.02, "repeats": 2} if tiny else {"target_s": 0.15, "repeats": 5}
     kw = dict(case.config)
     if case.workload.startswith("train_"):
+        env_id, env_kwargs, settings = train_config(case)
+        timing = {k: settings.pop(k) for k in ("iterations", "repeats")}
         if case.system == "warpdrive":
-            raise Skipped("WarpDrive's A2C trainer on tag_continuous.yaml is not measured by this suite yet")
+            from benchmarks.peers import warpdrive
+
+            return warpdrive.measure_a2c("tag_continuous", case.num_envs, case.device, env_kwargs, **timing)
         from benchmarks import training
 
-        env_id = kw.pop("env_id")
-        n_steps, iterations, repeats = kw.pop("num_steps"), kw.pop("iterations"), kw.pop("repeats")
-        return training.measure(env_id, case.num_envs, case.device, kw, num_steps=n_steps, iterations=iterations,
-                                repeats=repeats)
+        return training.measure(env_id, case.num_envs, case.device, env_kwargs, **timing, **settings)
     if case.workload == SB3:
         from benchmarks import sb3
 
@@ -62,13 +75,45 @@ def run_case(case: Case, tiny: bool) -> dict:
     raise ValueError(f"no measurement for system {case.system!r}")
 
 
+def compiles_ours(case: Case) -> bool:
+    """Whether ``case`` steps one of our envs, whose kernels `warm` can compile ahead of the timing."""
+    return case.system == "gpu_zoo" and case.workload != SB3
+
+
+def warm(case: Case) -> dict:
+    """Compiles (into the on-disk kernel cache) the kernels ``case`` will run, without timing anything.
+
+    Kernels depend on the env's configuration and, on CUDA, on the launch shape num_envs picks,
+    so the env is built at the case's own size, reset and stepped once.
+    """
+    import time
+
+    import torch
+
+    import gpu_zoo
+    from benchmarks.timing import sync
+
+    if case.workload.startswith("train_"):
+        env_id, env_kw, _ = train_config(case)
+    else:
+        env_id, env_kw = _OUR_IDS[case.workload], case.config
+    t = time.perf_counter()
+    dev = torch.device(case.device)
+    env = gpu_zoo.make(env_id, num_envs=case.num_envs, device=dev, validate=False, **env_kw)
+    env.reset(seed=0)
+    env.step()
+    sync(dev)
+    return {"compiled_s": time.perf_counter() - t}
+
+
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
-    spec = json.loads(argv[0])
+    warming = argv[0] == "--warm"
+    spec = json.loads(argv[-1])
     tiny = spec.pop("tiny", False)
     case = Case(**spec)
     try:
-        rec = {"status": "ok", **run_case(case, tiny)}
+        rec = {"status": "ok", **(warm(case) if warming else run_case(case, tiny))}
     except Skipped as why:
         rec = {"status": "skipped", "reason": str(why)}
     except Exception as err:  # noqa: BLE001 - any failure becomes a record, the suite goes on

@@ -25,7 +25,7 @@ def _cli(*args, cwd=ROOT):
 @pytest.fixture(scope="module")
 def tiny_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("bench")
-    _cli("run", "--suite", "all", "--device", "cpu", "--sizes", "tiny", "--out", str(out))
+    _cli("run", "--suite", "all", "--device", "cpu", "--sizes", "tiny", "--out", str(out), "--warm-jobs", "2")
     files = list(out.glob("*.json"))
     assert len(files) == 1, files
     return out, json.loads(files[0].read_text())["records"]
@@ -53,6 +53,9 @@ def test_our_envs_and_trainer_are_measured(tiny_run):
         lo, hi = r["spread"]
         assert lo <= r["env_steps_per_s"] <= hi and lo > 0
         assert r["agent_steps_per_s"] == pytest.approx(r["env_steps_per_s"] * r["agents"])
+        if workload != "sb3_simple_tag":  # compiled ahead by --warm-jobs, in their own processes
+            assert r["compile"]["status"] == "ok" and r["compile"]["wall_s"] > 0, r["compile"]
+    assert "compile" not in ours["sb3_simple_tag"]
     assert ours["tag_continuous"]["host_us_per_step"] is None  # the CPU target has no separate host cost
     assert ours["tag_continuous"]["bytes_per_env_step"]["total"] > 0
 
@@ -113,3 +116,41 @@ def test_full_sizes_cover_the_named_configurations():
     assert agents == {5, 100, 640, 1000}
     with pytest.raises(ValueError, match="suite must be one of"):
         suite_cases("speed", "cpu", "tiny")
+
+
+def test_warpdrive_run_is_matched_by_our_rows():
+    import gpu_zoo
+    from benchmarks.cases import WARPDRIVE_TAG_RUN, Case
+    from benchmarks.worker import train_config
+
+    cases = [c for c in suite_cases("train", "cuda", "full") if c.config.get("run") == "warpdrive_tag_continuous_yaml"]
+    assert sorted(c.system for c in cases) == ["gpu_zoo", "gpu_zoo", "warpdrive"]
+    assert len({c.id for c in cases}) == 3
+    for c in cases:
+        env_id, env_kwargs, settings = train_config(c)
+        assert env_kwargs == WARPDRIVE_TAG_RUN["env"] and c.num_envs == WARPDRIVE_TAG_RUN["num_envs"]
+        assert settings["iterations"] >= 1 and settings["repeats"] >= 1
+        if c.system == "gpu_zoo":
+            assert env_id == "tag_continuous_v0"
+            assert settings["num_steps"] == 250 and settings["hidden"] == 256
+    # WarpDrive's env settings are all ours too (same names): the run builds our env unchanged.
+    params = gpu_zoo.get_spec("tag_continuous_v0").make_params(**WARPDRIVE_TAG_RUN["env"])
+    assert params.num_other_agents_observed == 10 and params.max_cycles == 500
+    # A flat training case: every key that is not a setting is the env's.
+    flat = Case("train_x", "gpu_zoo", "cpu", 4, {"env_id": "e", "num_steps": 4, "iterations": 1, "repeats": 1,
+                                                   "grid_length": 4})
+    assert train_config(flat) == ("e", {"grid_length": 4}, {"num_steps": 4, "iterations": 1, "repeats": 1})
+
+
+def test_warpdrive_yaml_maps_to_our_names():
+    from benchmarks.cases import WARPDRIVE_TAG_RUN
+    from benchmarks.peers import warpdrive
+
+    try:
+        run = warpdrive.shipped_run_config("tag_continuous")
+    except (ImportError, warpdrive.Skipped):
+        pytest.skip("rl-warp-drive is not installed")
+    assert warpdrive.as_our_kwargs(run["env"]) == WARPDRIVE_TAG_RUN["env"]
+    assert run["trainer"]["num_envs"] == WARPDRIVE_TAG_RUN["num_envs"]
+    per_env = run["trainer"]["train_batch_size"] // run["trainer"]["num_envs"]
+    assert per_env == WARPDRIVE_TAG_RUN["num_steps"]

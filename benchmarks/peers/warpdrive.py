@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import copy
+import tempfile
 import time
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -28,6 +30,24 @@ def _import():
     except ImportError as err:
         raise Skipped(f"rl-warp-drive is not installed ({err}); pip install rl-warp-drive==2.7.1") from err
     return TagContinuous, CUDATagGridWorld, EnvWrapper, create_and_push_data_placeholders
+
+
+def shipped_run_config(name: str) -> dict:
+    """WarpDrive's own run configuration ``warp_drive/training/run_configs/<name>.yaml``, as it ships."""
+    import warp_drive
+    import yaml
+
+    path = Path(warp_drive.__file__).parent / "training" / "run_configs" / f"{name}.yaml"
+    if not path.exists():
+        raise Skipped(f"this WarpDrive ships no {path.name}")
+    return yaml.safe_load(path.read_text())
+
+
+def as_our_kwargs(wd_env: dict) -> dict:
+    """A WarpDrive Tag env configuration in gpu_zoo's names (its seed is a separate setting here)."""
+    kw = {k: v for k, v in wd_env.items() if k not in ("seed", "episode_length")}
+    kw["max_cycles"] = wd_env["episode_length"]
+    return kw
 
 
 def _memoise_reset(env) -> dict:
@@ -109,3 +129,66 @@ def measure(workload: str, num_envs: int, device: str, env_kwargs: dict, *, targ
             "host_us_per_step": host_us_per_step(step, dev), "setup_s": setup_s, **stats,
             **peak_gpu_memory(dev, baseline), "seed": SEED,
             "notes": NOTES}
+
+
+A2C_NOTES = ("TrainerA2C on the shipped run configuration: per iteration _generate_rollout_batch() (policy forward, "
+             "WarpDrive's CUDA sampler, step_all_envs, reset_only_done_envs, one step at a time) then "
+             "_update_model_params() (one A2C gradient step per policy on the whole batch), as its train() runs "
+             "them; the setup's host resets are memoised as in the env rows")
+
+
+def measure_a2c(config_name: str, num_envs: int, device: str, our_env_kwargs: dict, *, iterations: int,
+                repeats: int) -> dict:
+    """Env-steps/s of WarpDrive's A2C trainer on its shipped ``<config_name>.yaml``, as its ``train()`` loop runs.
+
+    ``our_env_kwargs`` is the env the gpu_zoo rows of this workload train (in gpu_zoo's names):
+    a mismatch with the shipped YAML is an error, so the two rows always measure one workload.
+    """
+    _, _, EnvWrapper, _ = _import()
+    if device != "cuda":
+        raise Skipped("WarpDrive's numba backend runs on a CUDA GPU only")
+    if not config_name.startswith("tag_continuous"):
+        raise ValueError(f"only WarpDrive's tag_continuous run configurations are measured, not {config_name!r}")
+    from warp_drive.training.trainers.trainer_a2c import TrainerA2C
+
+    run = shipped_run_config(config_name)
+    shipped = as_our_kwargs(run["env"])
+    if shipped != our_env_kwargs:
+        diff = {k: (shipped.get(k), our_env_kwargs.get(k)) for k in shipped.keys() | our_env_kwargs.keys()
+                if shipped.get(k) != our_env_kwargs.get(k)}
+        raise ValueError(f"{config_name}.yaml's env differs from this workload's (yaml, ours): {diff}")
+    if run["trainer"]["num_envs"] != num_envs:
+        raise ValueError(f"{config_name}.yaml trains {run['trainer']['num_envs']} envs, this case {num_envs}")
+    run["trainer"]["seed"] = SEED  # its default, np.int32(time.time()), breaks random.seed on 3.11+
+    # Nothing written to disk while timed: metrics once per timed call at most, no checkpoints.
+    run["saving"].update(basedir=tempfile.mkdtemp(prefix="wd_bench_"), metrics_log_freq=10**9,
+                         model_params_save_freq=10**9)
+    dev = torch.device("cuda")
+    baseline = gpu_memory_in_use(dev)
+    torch.cuda.reset_peak_memory_stats(dev)
+    t0 = time.perf_counter()
+    env = _env("tag_continuous", shipped)
+    stats = _memoise_reset(env)
+    wrapper = EnvWrapper(env, num_envs=num_envs, env_backend="numba")
+    ids = {"tagger": list(env.taggers), "runner": list(env.runners)}
+    trainer = TrainerA2C(env_wrapper=wrapper, config=run, policy_tag_to_agent_id_map=ids, results_dir="bench",
+                         verbose=False)
+    trainer.cuda_envs.reset_all_envs()
+    setup_s = time.perf_counter() - t0
+
+    def iteration():
+        trainer._generate_rollout_batch()
+        trainer._update_model_params(1)  # not the first or last iteration: no metrics logging
+
+    iteration()
+    timing = time_steps(iteration, dev, target_s=0.0, repeats=repeats, warmup=0, steps=iterations)
+    rate = timing.summary(trainer.training_batch_size)
+    agents = wrapper.n_agents
+    return {"env_steps_per_s": rate["median"], "spread": rate["spread"], "samples": rate["samples"],
+            "agent_steps_per_s": rate["median"] * agents, "agents": agents,
+            "num_steps": trainer.training_batch_size_per_env, "iterations_per_repeat": iterations,
+            "trained_groups": list(trainer.policies_to_train),
+            "algorithm": {p: run["policy"][p]["algorithm"] for p in trainer.policies_to_train},
+            "fc_dims": {p: run["policy"][p]["model"]["fc_dims"] for p in trainer.policies_to_train},
+            "setup_s": setup_s, **stats, **peak_gpu_memory(dev, baseline), "seed": SEED,
+            "run_config": f"warp_drive/training/run_configs/{config_name}.yaml", "notes": A2C_NOTES}

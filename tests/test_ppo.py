@@ -139,3 +139,42 @@ def test_rollout_and_update_never_read_a_tensor_on_the_host(tmp_path, monkeypatc
     finally:
         guard(False)
     assert trainer.read_metrics()["loss/tagger/entropy" if env_id == "tag_continuous_v0" else "loss/agent/entropy"] > 0
+
+
+def _replay_matches(trainer, fresh, steps: int):
+    """The storage of ``trainer``'s last rollout is what ``fresh`` (same seed, eager) does with its actions."""
+    for t in range(steps):
+        for g, pol in trainer.policies.items():
+            b = trainer.buf[g]
+            assert torch.equal(b["obs"][t], fresh.obs[g]), (g, t)
+            _, logp, _, value = pol.act(b["obs"][t], b["act"][t])
+            torch.testing.assert_close(logp, b["logp"][t])
+            torch.testing.assert_close(value, b["value"][t])
+        _, rew, term, _, info = fresh.step({g: pol.to_env(trainer.buf[g]["act"][t])
+                                            for g, pol in trainer.policies.items()})
+        for g in trainer.policies:
+            assert torch.equal(trainer.buf[g]["rew"][t], rew[g].float()), (g, t)
+            assert torch.equal(trainer.buf[g]["term"][t], term[g].float()), (g, t)
+            assert torch.equal(trainer.buf[g]["mask"][t], info["active"][g].float()), (g, t)
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("env_id,kw", [("tag_continuous_v0", {"num_taggers": 2, "num_runners": 3, "max_cycles": 6}),
+                                       ("tag_gridworld_v0", GRID_SMALL)])
+@torch.no_grad()
+def test_graphed_rollout_is_a_faithful_rollout(tmp_path, env_id, kw):
+    """A replayed CUDA graph writes each step at its own index, from the live env and weights."""
+    from trainers.ppo import make_env
+
+    args = tiny_args(tmp_path, env_id=env_id, env_kwargs=kw, num_envs=16, num_steps=9, device="cuda")
+    trainer = Trainer(args)
+    fresh = make_env(args)
+    fresh.reset(seed=args.seed)
+    for _ in range(2):  # the second rollout replays the graph for every step, episodes end across both
+        trainer.rollout()
+        assert trainer._graph is not None
+        _replay_matches(trainer, fresh, args.num_steps)
+        for p in trainer.policies.parameters():  # the graph reads the weights where the optimiser writes them
+            p.add_(0.01)
+    episodes = trainer.read_metrics()["episodes"]
+    assert episodes == float(fresh.episode_stats()["episodes"].sum())

@@ -2,6 +2,7 @@
 
     python -m trainers.bench --env tag_continuous_v0 --num-envs 256,1024 --device cpu
     python -m trainers.bench --env simple_tag_v3 --num-envs 4096,16384 --device cuda --compile default
+    python -m trainers.bench --env tag_gridworld_v0 --num-envs 64 --device cuda --kw '{"cuda_graph": false}'
 
 ``--compile`` wraps the policies' networks in ``torch.compile`` (``reduce-overhead`` also
 captures them as CUDA graphs on a GPU) to measure whether that pays against eager mode.
@@ -48,7 +49,7 @@ def measure(args, iterations: int, compile_mode: str | None) -> dict:
         rollout, update = rollout + t1 - t0, update + time.perf_counter() - t1
     steps = iterations * args.env_steps_per_iteration
     return {"env": args.env_id, "num_envs": args.num_envs, "num_steps": args.num_steps, "device": str(trainer.device),
-            "compile": compile_mode or "eager", "warmup_s": round(warm, 2),
+            "compile": compile_mode or "eager", "cuda_graph": args.cuda_graph, "warmup_s": round(warm, 2),
             "rollout_env_steps_per_s": round(steps / rollout), "update_s_per_iteration": round(update / iterations, 4),
             "env_steps_per_s": round(steps / (rollout + update))}
 
@@ -62,9 +63,10 @@ def main(argv=None):
     ap.add_argument("--device", default=None)
     ap.add_argument("--compile", default=None, choices=["default", "reduce-overhead", "max-autotune-no-cudagraphs"])
     ap.add_argument("--torch-threads", type=int, default=None, help="default: the preset's")
+    ap.add_argument("--kw", default="{}", help="JSON object of further `Args` fields over the preset's")
     ap.add_argument("--json", default=None, help="append one JSON line per measurement to this file")
     ns = ap.parse_args(argv)
-    base = preset(ns.env)
+    base = dataclasses.replace(preset(ns.env), **json.loads(ns.kw))
     if ns.device:
         base = dataclasses.replace(base, device=ns.device)
     if ns.num_steps:

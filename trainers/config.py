@@ -57,6 +57,9 @@ class Args:
     env and counters start fresh), e.g. workers trained without taxes, then trained on with a planner"""
     device: str | None = None
     """cuda or cpu (default: cuda if usable)"""
+    cuda_graph: bool = True
+    """on a GPU, capture one rollout step (policies, sampling, env step, storage writes) as a CUDA graph and
+    replay it: with few envs, the Python cost of launching its kernels one by one would set the speed"""
     torch_threads: int = 1
     """torch's CPU threads (0: torch's default). The env kernel already spreads over the cores, and on a
     busy 2-core machine one thread for the small networks ran 5x faster than two"""
@@ -104,8 +107,8 @@ class Args:
         return tuple(g for g in self.train_groups.split(",") if g)
 
 
-RUN_CONTROL = ("total_env_steps", "out", "device", "torch_threads", "checkpoint_every", "log_every", "eval_episodes",
-               "gif")
+RUN_CONTROL = ("total_env_steps", "out", "device", "cuda_graph", "torch_threads", "checkpoint_every", "log_every",
+               "eval_episodes", "gif")
 """Fields a resumed run may change: they steer the run, not what it computes."""
 
 

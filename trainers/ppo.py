@@ -67,6 +67,11 @@ def ppo_loss(new_logp, old_logp, adv, new_value, old_value, returns, entropy, ma
     return pg_loss + vf_coef * v_loss - ent_coef * ent, stats
 
 
+def put(storage: torch.Tensor, t: torch.Tensor, value: torch.Tensor):
+    """``storage[t] = value`` for a one-element index tensor ``t``: the same kernels whatever step t holds."""
+    storage.index_copy_(0, t, value.unsqueeze(0).to(storage.dtype))
+
+
 # --------------------------------------------------------------------- building
 def make_env(args: Args, num_envs: int | None = None, device=None):
     device = torch.device(device or args.device) if (device or args.device) else default_device()
@@ -129,6 +134,8 @@ class Trainer:
         self.env.reset(seed=args.seed + rank)
         self.masked = tuple(g for g in self.policies if g in action_masks(self.env))
         self.buf = {g: self._storage(g) for g in self.policies}
+        self._t = torch.zeros(1, dtype=torch.long, device=self.device)  # the rollout step being written
+        self._graph: torch.cuda.CUDAGraph | None = None
         # On-device metric accumulators: [episodes, sum of lengths, sum of return per group...]
         # and the loss statistics per trained group, summed over minibatches.
         self.episode_acc = torch.zeros(2 + len(self.env.groups), device=self.device, dtype=torch.float64)
@@ -150,33 +157,64 @@ class Trainer:
 
     @torch.no_grad()
     def rollout(self):
-        """Steps every env ``num_steps`` times with the current policies, filling the storage."""
-        env, acc = self.env, self.episode_acc
-        for t in range(self.args.num_steps):
-            masks = action_masks(env)
-            actions = env.sample_actions(groups=self.random_groups) if self.random_groups else {}
-            for g, pol in self.policies.items():
-                b = self.buf[g]
-                b["obs"][t] = env.obs[g]
-                mask = None
-                if g in self.masked:
-                    b["action_mask"][t] = masks[g]
-                    mask = b["action_mask"][t]
-                act, logp, _, value = pol.act(env.obs[g], mask=mask)
-                b["act"][t], b["logp"][t], b["value"][t] = act, logp, value
-                actions[g] = pol.to_env(act)
-            obs, rew, term, trunc, info = env.step(actions)
-            done = info["done"]
-            for g, pol in self.policies.items():
-                b = self.buf[g]
-                b["rew"][t], b["term"][t] = rew[g], term[g]
-                b["ended"][t] = term[g] | trunc[g]
-                b["mask"][t] = info["active"][g]
-                b["next_value"][t] = torch.where(done.unsqueeze(-1), pol.value(info["final_obs"][g]),
-                                                 pol.value(obs[g]))
-            stats, d = env.episode_stats(), done.double()
-            acc += torch.stack([d.sum(), (stats["length"] * d).sum(),
-                                *((stats[f"return_{g}"].mean(-1) * d).sum() for g in env.groups)])
+        """Steps every env ``num_steps`` times with the current policies, filling the storage.
+
+        With ``cuda_graph`` on a GPU the first step runs eagerly, which also warms the kernels,
+        and is then captured once as a CUDA graph; every later step replays it. A step is some
+        hundred small kernels, so when the envs are few their Python launch cost, not the GPU,
+        sets the rollout's speed, and a replay launches them all at once.
+        """
+        self._t.zero_()
+        for _ in range(self.args.num_steps):
+            if self._graph is not None:
+                self._graph.replay()
+                continue
+            self._rollout_step()
+            if self.args.cuda_graph and self.device.type == "cuda":
+                self._graph = self._capture(self._rollout_step)
+
+    @staticmethod
+    def _capture(fn) -> torch.cuda.CUDAGraph:
+        """``fn`` captured as a CUDA graph; capturing runs nothing. Its tensors keep their addresses."""
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            fn()
+        return graph
+
+    def _rollout_step(self):
+        """One step of every env, written to the storage at the step index ``self._t`` (a device tensor).
+
+        No host value and no Python branch on device data, so one capture serves every step.
+        """
+        env, acc, t = self.env, self.episode_acc, self._t
+        masks = action_masks(env)
+        actions = env.sample_actions(groups=self.random_groups) if self.random_groups else {}
+        for g, pol in self.policies.items():
+            b = self.buf[g]
+            put(b["obs"], t, env.obs[g])
+            mask = None
+            if g in self.masked:
+                put(b["action_mask"], t, masks[g])
+                mask = masks[g]
+            act, logp, _, value = pol.act(env.obs[g], mask=mask)
+            put(b["act"], t, act)
+            put(b["logp"], t, logp)
+            put(b["value"], t, value)
+            actions[g] = pol.to_env(act)
+        obs, rew, term, trunc, info = env.step(actions)
+        done = info["done"]
+        for g, pol in self.policies.items():
+            b = self.buf[g]
+            put(b["rew"], t, rew[g])
+            put(b["term"], t, term[g])
+            put(b["ended"], t, term[g] | trunc[g])
+            put(b["mask"], t, info["active"][g])
+            put(b["next_value"], t, torch.where(done.unsqueeze(-1), pol.value(info["final_obs"][g]),
+                                                pol.value(obs[g])))
+        stats, d = env.episode_stats(), done.double()
+        acc += torch.stack([d.sum(), (stats["length"] * d).sum(),
+                            *((stats[f"return_{g}"].mean(-1) * d).sum() for g in env.groups)])
+        t += 1
 
     def update(self):
         """PPO epochs over the rollout in storage."""

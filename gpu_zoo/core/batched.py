@@ -176,7 +176,9 @@ class BatchedEnv:
             raise RuntimeError("call reset() before step()")
         if actions is not None:
             self._load_actions(actions)
-        if self._use_graph:
+        # Inside a caller's capture (a trainer graphing its whole rollout step), the kernel is
+        # launched into that capture: graphs cannot be replayed while one is being captured.
+        if self._use_graph and not torch.cuda.is_current_stream_capturing():
             self._replay_step()
         else:
             self._launcher.step()

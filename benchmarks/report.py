@@ -104,7 +104,14 @@ def _rate(r: dict) -> str:
 
 def _machine_of(r: dict) -> str:
     m = r["machine"]
-    return m.get("gpu") or f"CPU only, {m['cpu_count']} cores ({m['host']})"
+    if not m.get("gpu"):
+        return f"CPU only, {m['cpu_count']} cores ({m['host']})"
+    return m["gpu"] if r["device"] == "cuda" else f"{m['gpu']} host's CPU, {m['cpu_count']} cores"
+
+
+def _variant(r: dict) -> str:
+    """What tells apart our rows of one workload and size: the trainer's settings, for training rows."""
+    return trainer_name(r).removeprefix("gpu_zoo PPO, ") if r["workload"].startswith("train_") else ""
 
 
 def headline(records: list[dict], device: str) -> list[str]:
@@ -114,11 +121,11 @@ def headline(records: list[dict], device: str) -> list[str]:
     at their own best size against every size of ours, as they cannot batch on a device.
     """
     ok = [r for r in records if r["status"] == "ok" and r.get("env_steps_per_s")]
-    ours = {(_machine_of(r), r["workload"], agents_of(r), r["num_envs"]): r for r in ok
+    ours = {(_machine_of(r), r["workload"], agents_of(r), r["num_envs"], _variant(r)): r for r in ok
             if r["system"] == "gpu_zoo" and r["device"] == device}
     lines = []
-    for (machine, workload, agents, n), mine in sorted(ours.items(), key=lambda kv: (kv[0][1], kv[0][2] or 0,
-                                                                                     kv[0][3])):
+    for (machine, workload, agents, n, variant), mine in sorted(ours.items(), key=lambda kv: (kv[0][1], kv[0][2] or 0,
+                                                                                              kv[0][3], kv[0][4])):
         peers = [r for r in ok if r["system"] != "gpu_zoo" and _machine_of(r) == machine
                  and r["workload"] == workload and agents_of(r) == agents
                  and ((r["device"] == device and r["num_envs"] == n) or r["system"] in ("mpe2", "supersuit"))]
@@ -127,7 +134,8 @@ def headline(records: list[dict], device: str) -> list[str]:
         best = max(peers, key=lambda r: r["env_steps_per_s"])
         ratio = mine["env_steps_per_s"] / best["env_steps_per_s"]
         size = "" if best["num_envs"] == n else f" ({best['num_envs']} envs)"
-        lines.append(f"| {machine} | {workload} | {n} x {agents} | {_rate(mine)} | "
+        what = f"{workload} ({variant})" if variant else workload
+        lines.append(f"| {machine} | {what} | {n} x {agents} | {_rate(mine)} | "
                      f"{SYSTEM_NAMES.get(best['system'], best['system'])}, {_where(best)}{size} | {_rate(best)} | "
                      f"**{ratio:.3g}x** |")
     if not lines:

@@ -24,8 +24,8 @@ Each regime's trained policies then play ``--eval-episodes`` episodes (auto-rese
 state can be read), as do uniformly random workers without taxes (the floor). Reported per regime:
 productivity (mean coin per worker at the end, escrow included), equality (1 - Gini of coin) and
 social welfare (their product: the env's own figure, which the planner maximises). The regimes
-run in parallel processes on one device. ``--report`` writes the page ``docs/economy_learning.md``
-with its figure.
+run in parallel processes on one device. A run writes its page into ``--out``; ``--report OUT``
+writes it as ``docs/economy_learning.md`` with its figure.
 """
 
 from __future__ import annotations
@@ -47,6 +47,9 @@ REGIMES = {
     "us_federal": (dict(tax_model="us-federal-single-filer-2018-scaled"), "worker"),
     "ai_planner": (dict(tax_model="model_wrapper"), "worker,planner"),
 }
+# The AI Economist's phase-2 planner policy (tutorials/rllib/phase2/config.yaml): a third of the workers'
+# learning rate, wider networks, and its entropy weight's final value (it anneals from 2.0 over 50M steps).
+AI_ECONOMIST_PLANNER = {"learning_rate": 1e-4, "ent_coef": 0.125, "hidden": 256}
 PRETRAIN = "pretrain"  # phase 1 of --two-phase: the workers, without taxes
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 PAGE_HEAD = """# Training the economy
@@ -78,13 +81,14 @@ def regime_kwargs(regime: str, anneal_episodes: float = 0.0) -> dict:
 
 
 def ppo_args(regime: str, env_steps: int, out: Path, num_envs: int, device: str | None, init_from: str = "",
-             anneal_episodes: float = 0.0):
+             anneal_episodes: float = 0.0, planner_settings: dict | None = None):
     from trainers.config import preset, with_overrides
 
     kwargs, groups = regime_kwargs(regime, anneal_episodes), REGIMES.get(regime, (None, "worker"))[1]
+    per_group = {"planner": planner_settings} if "planner" in groups.split(",") and planner_settings else {}
     return with_overrides(preset("gather_trade_build_v0"), env_kwargs=kwargs, train_groups=groups,
                           total_env_steps=env_steps, num_envs=num_envs, out=str(out / regime), device=device,
-                          init_from=init_from,
+                          init_from=init_from, group_settings=per_group,
                           eval_episodes=0, gif=False, checkpoint_every=10_000)
 
 
@@ -136,7 +140,7 @@ def checkpoint_summary(path: str) -> dict:
 
 def train_one(regime: str, env_steps: int, out: Path, num_envs: int, eval_episodes: int, device: str | None,
               max_seconds: float = 0.0, command: str = "", init_from: str = "", anneal_episodes: float = 0.0,
-              run_with: tuple[str, ...] = ()):
+              run_with: tuple[str, ...] = (), planner_settings: dict | None = None):
     """Child process: trains one regime, evaluates it, writes ``out/regime/result.json``.
 
     The ``pretrain`` regime only trains, and writes its workers' policies to ``out/pretrain/workers.pt``.
@@ -144,7 +148,7 @@ def train_one(regime: str, env_steps: int, out: Path, num_envs: int, eval_episod
     import gpu_zoo
     from trainers.loop import train
 
-    args = ppo_args(regime, env_steps, out, num_envs, device, init_from, anneal_episodes)
+    args = ppo_args(regime, env_steps, out, num_envs, device, init_from, anneal_episodes, planner_settings)
     t0 = time.perf_counter()
     seen = {}
 
@@ -189,6 +193,13 @@ def train_one(regime: str, env_steps: int, out: Path, num_envs: int, eval_episod
 
 def _stats(x: np.ndarray) -> dict:
     return {"mean": float(np.mean(x)), "std": float(np.std(x)), "n": int(len(x))}
+
+
+def planner_note(rec: dict) -> str:
+    """The planner's own PPO settings in a record, in words ("" when it trained with the workers')."""
+    own = rec.get("ppo", {}).get("group_settings", {}).get("planner", {})
+    names = {"learning_rate": "learning rate", "ent_coef": "entropy weight", "hidden": "hidden width"}
+    return ", ".join(f"{names.get(k, k)} {v:g}" for k, v in own.items())
 
 
 def report(out: Path, docs: Path = DOCS):
@@ -268,6 +279,8 @@ def report(out: Path, docs: Path = DOCS):
                  f"{planner['anneal_episodes']:g} episodes per env; it reached "
                  f"{100 * planner['max_rate_in_eval']:.0f}% "
                  "by the end of training, the limit it was evaluated under.")
+    if planner_note(planner):
+        meta += f" The planner trained with its own PPO settings: {planner_note(planner)}."
     others = {d.name: json.loads((d / "result.json").read_text())
               for d in sorted((out / "runs").glob("*")) if (d / "result.json").exists()}
     if others:
@@ -278,7 +291,8 @@ def report(out: Path, docs: Path = DOCS):
                                   f"{rec['anneal_episodes']:g} episodes" if rec.get("anneal_episodes") else ""),
                                   f"{rec['env_steps'] / 1e6:.1f}M env-steps{company(rec['regime'], rec)}"
                                   + (f", rate limit reached {100 * rec['max_rate_in_eval']:.0f}%"
-                                     if rec.get("anneal_episodes") else ""), rec)
+                                     if rec.get("anneal_episodes") else "")
+                                  + (f"; planner: {planner_note(rec)}" if planner_note(rec) else ""), rec)
                              for name, rec in others.items()))
     phase1_record = phase1 / "result.json" if phase1 else None
     commands = [json.loads(phase1_record.read_text()).get("command", "")] if phase1_record and phase1_record.exists() \
@@ -313,6 +327,9 @@ def main(argv=None):
                     help="phase 1's time limit (default: --max-minutes)")
     ap.add_argument("--anneal-episodes", type=float, default=30.0,
                     help="phase 2: episodes per env over which the planner's rate limit rises from 10%% to 100%%")
+    ap.add_argument("--planner-settings", type=json.loads, default=AI_ECONOMIST_PLANNER, metavar="JSON",
+                    help="the planner's own PPO settings (Args.group_settings; default: the AI Economist's, "
+                         f"{json.dumps(AI_ECONOMIST_PLANNER)}; {{}}: the workers' settings)")
     ap.add_argument("--report", metavar="OUT", default=None, help="only write the table and plot from OUT")
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--command", default="", help=argparse.SUPPRESS)
@@ -326,7 +343,7 @@ def main(argv=None):
         anneal = args.anneal_episodes if args.init_from else 0.0
         run_with = tuple(r for r in args.run_with.split(",") if r)
         train_one(args.child, args.env_steps, out, args.num_envs, args.eval_episodes, args.device,
-                  args.max_minutes * 60, args.command, args.init_from, anneal, run_with)
+                  args.max_minutes * 60, args.command, args.init_from, anneal, run_with, args.planner_settings)
         return
     if sum(map(bool, (args.two_phase, args.pretrain_only, args.init_from))) > 1:
         ap.error("--two-phase, --pretrain-only and --init-from are alternatives")
@@ -338,7 +355,7 @@ def main(argv=None):
     given = " ".join(argv if argv is not None else sys.argv[1:])
     base = [sys.executable, "-m", "benchmarks.economy_learning", "--env-steps", str(args.env_steps),
             "--num-envs", str(args.num_envs), "--eval-episodes", str(args.eval_episodes), "--out", str(out),
-            "--anneal-episodes", str(args.anneal_episodes),
+            "--anneal-episodes", str(args.anneal_episodes), "--planner-settings", json.dumps(args.planner_settings),
             "--command", f"python -m benchmarks.economy_learning {given}"]
     base += ["--device", args.device] if args.device else []
 
@@ -363,7 +380,7 @@ def main(argv=None):
     failed = [r for r, p in procs.items() if p.wait() != 0]
     if failed:
         raise SystemExit(f"regimes failed: {failed}; see {out}/<regime>/log.txt")
-    report(out)
+    report(out, docs=out)  # the run's own page; `--report OUT` writes the published one under docs/
 
 
 if __name__ == "__main__":

@@ -103,6 +103,47 @@ def test_unknown_train_group_is_refused(tmp_path):
         Trainer(tiny_args(tmp_path, train_groups="wolf"))
 
 
+def test_group_settings_train_each_group_with_its_own(tmp_path, monkeypatch):
+    from trainers import ppo
+    from trainers.evaluate import load_checkpoint
+
+    settings = {"runner": {"learning_rate": 1e-2, "ent_coef": 0.5, "hidden": 16}}
+    args = tiny_args(tmp_path, group_settings=settings, anneal_lr=True)
+    assert args.for_group("runner").ent_coef == 0.5 and args.for_group("tagger") is args
+    trainer = Trainer(args)
+    assert trainer.policies["runner"].actor[0].out_features == 16
+    assert trainer.policies["tagger"].actor[0].out_features == args.hidden
+    assert [pg["lr"] for pg in trainer.opt.param_groups] == [args.learning_rate, 1e-2]  # policies' order
+
+    seen = []
+    real_loss = ppo.ppo_loss
+    monkeypatch.setattr(ppo, "ppo_loss", lambda *a: seen.append(a[-1]) or real_loss(*a))
+    trainer.rollout()
+    trainer.iteration = args.iterations // 2
+    trainer.update()
+    assert set(seen) == {args.ent_coef, 0.5}  # each group's entropy weight in its own loss
+    assert [pg["lr"] for pg in trainer.opt.param_groups] == pytest.approx([args.learning_rate / 2, 1e-2 / 2])
+
+    trainer.save(tmp_path / "ck.pt")  # a checkpoint rebuilds each group at its own width
+    _, policies = load_checkpoint(tmp_path / "ck.pt", device="cpu")
+    assert policies["runner"].critic[0].out_features == 16
+
+
+@pytest.mark.parametrize("settings, match", [
+    ({"runner": {"gamma": 0.9}}, "cannot differ per group"),
+    ({"runner": {"hidden": 0}}, r"group_settings\['runner'\]: hidden must be a positive int"),
+    ({"runner": 0.1}, "must map group names to dicts"),
+])
+def test_bad_group_settings_are_refused(tmp_path, settings, match):
+    with pytest.raises(ValueError, match=match):
+        tiny_args(tmp_path, group_settings=settings)
+
+
+def test_group_settings_for_a_group_not_trained_are_refused(tmp_path):
+    with pytest.raises(ValueError, match="does not train"):
+        Trainer(tiny_args(tmp_path, train_groups="tagger", group_settings={"runner": {"ent_coef": 0.1}}))
+
+
 @pytest.mark.parametrize("env_id, kw", [("tag_continuous_v0", dict(num_taggers=2, num_runners=3, max_cycles=6)),
                                         ("simple_tag_v3", dict(max_cycles=5, continuous_actions=True))])
 def test_rollout_and_update_never_read_a_tensor_on_the_host(tmp_path, monkeypatch, env_id, kw):

@@ -48,6 +48,9 @@ class Args:
     """gradient clipping"""
     hidden: int = 64
     """width of the two hidden layers"""
+    group_settings: dict = field(default_factory=dict)
+    """per-group values of learning_rate, ent_coef, clip_coef, vf_coef, max_grad_norm or hidden, over the ones
+    above, e.g. {"planner": {"learning_rate": 1e-4, "ent_coef": 0.125, "hidden": 256}} (JSON on the command line)"""
     seed: int = 0
     """seed of the env, the networks and the sampling"""
     train_groups: str = ""
@@ -86,6 +89,23 @@ class Args:
         if not isinstance(self.env_kwargs, dict):
             raise ValueError(f"env_kwargs must be a dict of constructor arguments, "
                              f"got {type(self.env_kwargs).__name__}")
+        if not isinstance(self.group_settings, dict) or not all(isinstance(v, dict)
+                                                                for v in self.group_settings.values()):
+            raise ValueError(f"group_settings must map group names to dicts of settings, got {self.group_settings!r}")
+        for group, values in self.group_settings.items():
+            unknown = set(values) - set(GROUP_SETTINGS)
+            if unknown:
+                raise ValueError(f"group_settings[{group!r}]: {sorted(unknown)} cannot differ per group; "
+                                 f"these can: {list(GROUP_SETTINGS)}")
+            try:
+                self.for_group(group)  # the fields' own checks, on the group's values
+            except ValueError as err:
+                raise ValueError(f"group_settings[{group!r}]: {err}") from None
+
+    def for_group(self, group: str) -> Args:
+        """These settings as ``group``'s policy trains with them (its `group_settings` applied)."""
+        values = self.group_settings.get(group)
+        return dataclasses.replace(self, group_settings={}, **values) if values else self
 
     # ----------------------------------------------------------------- derived
     @property
@@ -106,6 +126,10 @@ class Args:
         """The groups named by ``train_groups`` (empty: every group of the env)."""
         return tuple(g for g in self.train_groups.split(",") if g)
 
+
+GROUP_SETTINGS = ("learning_rate", "ent_coef", "clip_coef", "vf_coef", "max_grad_norm", "hidden")
+"""What `Args.group_settings` may set per group: the AI Economist trains its planner with a smaller
+learning rate, a larger entropy bonus and wider networks than its workers."""
 
 RUN_CONTROL = ("total_env_steps", "out", "device", "cuda_graph", "torch_threads", "checkpoint_every", "log_every",
                "eval_episodes", "gif")

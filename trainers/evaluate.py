@@ -111,6 +111,6 @@ def load_checkpoint(checkpoint: str | Path, device=None) -> tuple[Args, torch.nn
     args = dataclasses.replace(Args(**state["args"]), device=device)  # where it runs now, not where it trained
     probe = make_env(args, num_envs=1, device=device)
     groups = [g for g in probe.groups if any(k.startswith(f"{g}.") for k in state["policies"])]
-    policies = make_policies(probe, groups, args.hidden)
+    policies = make_policies(probe, groups, args)
     policies.load_state_dict(state["policies"])
     return args, policies.eval()

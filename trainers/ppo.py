@@ -79,10 +79,10 @@ def make_env(args: Args, num_envs: int | None = None, device=None):
                         **args.env_kwargs)
 
 
-def make_policies(env, groups, hidden: int) -> nn.ModuleDict:
-    """One `GroupPolicy` per group in ``groups``, on the env's device."""
-    return nn.ModuleDict({g: GroupPolicy(env.single_observation_space(g).shape[0], env.single_action_space(g), hidden)
-                          for g in groups}).to(env.device)
+def make_policies(env, groups, args: Args) -> nn.ModuleDict:
+    """One `GroupPolicy` per group in ``groups``, each as wide as its settings say, on the env's device."""
+    return nn.ModuleDict({g: GroupPolicy(env.single_observation_space(g).shape[0], env.single_action_space(g),
+                                         args.for_group(g).hidden) for g in groups}).to(env.device)
 
 
 def action_masks(env) -> dict[str, torch.Tensor]:
@@ -125,10 +125,19 @@ class Trainer:
         if unknown:
             raise ValueError(f"train_groups {sorted(unknown)} are not groups of {args.env_id}: {self.env.groups}")
         self.random_groups = tuple(g for g in self.env.groups if g not in trained)
-        self.policies = make_policies(self.env, [g for g in self.env.groups if g in trained], args.hidden)
+        self.policies = make_policies(self.env, [g for g in self.env.groups if g in trained], args)
+        unknown = set(args.group_settings) - set(self.policies)
+        if unknown:
+            raise ValueError(f"group_settings names {sorted(unknown)}, which this run does not train "
+                             f"({list(self.policies)})")
         if args.init_from:
             self._warm_start(args.init_from)
-        self.opt = torch.optim.Adam(self.policies.parameters(), lr=args.learning_rate, eps=1e-5)
+        # One parameter group per policy when their learning rates may differ (a single one
+        # otherwise, which keeps the optimiser state of earlier checkpoints loadable).
+        params = ([{"params": pol.parameters(), "lr": args.for_group(g).learning_rate}
+                   for g, pol in self.policies.items()] if args.group_settings else self.policies.parameters())
+        self.opt = torch.optim.Adam(params, lr=args.learning_rate, eps=1e-5)
+        self.base_lrs = [pg["lr"] for pg in self.opt.param_groups]
         self.iteration = 0
         self.seconds = 0.0  # training wall time, carried over by resumes
         self.env.reset(seed=args.seed + rank)
@@ -218,10 +227,11 @@ class Trainer:
 
     def update(self):
         """PPO epochs over the rollout in storage."""
-        a = self.args
-        if a.anneal_lr:
-            self.opt.param_groups[0]["lr"] = a.learning_rate * (1.0 - self.iteration / a.iterations)
+        if self.args.anneal_lr:
+            for pg, lr in zip(self.opt.param_groups, self.base_lrs, strict=True):
+                pg["lr"] = lr * (1.0 - self.iteration / self.args.iterations)
         for gi, (g, pol) in enumerate(self.policies.items()):
+            a = self.args.for_group(g)
             b = self.buf[g]
             adv, ret = compute_gae(b["rew"], b["value"], b["next_value"], b["term"], b["ended"], a.gamma, a.gae_lambda)
             flat = {k: v.reshape(-1, *v.shape[3:]) for k, v in b.items()}

@@ -49,6 +49,9 @@ REGIMES = {
 }
 # The AI Economist's phase-2 planner policy (tutorials/rllib/phase2/config.yaml): a third of the workers'
 # learning rate, wider networks, and its entropy weight's final value (it anneals from 2.0 over 50M steps).
+# Not the default: RLlib's PPO there does not normalise advantages, so its entropy weight acts against
+# advantages of the size of welfare changes; against our normalised ones it keeps the planner's rates
+# near uniform (measured: welfare 142 against 179 with the workers' settings; docs/economy_learning.md).
 AI_ECONOMIST_PLANNER = {"learning_rate": 1e-4, "ent_coef": 0.125, "hidden": 256}
 PRETRAIN = "pretrain"  # phase 1 of --two-phase: the workers, without taxes
 DOCS = Path(__file__).resolve().parent.parent / "docs"
@@ -327,9 +330,9 @@ def main(argv=None):
                     help="phase 1's time limit (default: --max-minutes)")
     ap.add_argument("--anneal-episodes", type=float, default=30.0,
                     help="phase 2: episodes per env over which the planner's rate limit rises from 10%% to 100%%")
-    ap.add_argument("--planner-settings", type=json.loads, default=AI_ECONOMIST_PLANNER, metavar="JSON",
-                    help="the planner's own PPO settings (Args.group_settings; default: the AI Economist's, "
-                         f"{json.dumps(AI_ECONOMIST_PLANNER)}; {{}}: the workers' settings)")
+    ap.add_argument("--planner-settings", type=json.loads, default={}, metavar="JSON",
+                    help="the planner's own PPO settings (Args.group_settings; default: the workers'), e.g. the AI "
+                         f"Economist's {json.dumps(AI_ECONOMIST_PLANNER)}")
     ap.add_argument("--report", metavar="OUT", default=None, help="only write the table and plot from OUT")
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--command", default="", help=argparse.SUPPRESS)

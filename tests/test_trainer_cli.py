@@ -55,6 +55,15 @@ def test_train_writes_csv_tensorboard_checkpoint_curve_and_gif(tmp_path, capsys)
     assert "taggers trained" in out and "vs random" in out
 
 
+def test_group_settings_and_cuda_graph_come_from_the_command_line(tmp_path):
+    settings = {"tagger": {"hidden": 8, "ent_coef": 0.05}}
+    assert main(train_argv(tmp_path, "--total-env-steps", "64", "--eval-episodes", "0", "--no-gif",
+                           "--group-settings", json.dumps(settings), "--no-cuda-graph")) == 0
+    saved = checkpoint(tmp_path)
+    assert saved["args"]["group_settings"] == settings and saved["args"]["cuda_graph"] is False
+    assert saved["policies"]["tagger.actor.0.weight"].shape[0] == 8
+
+
 def test_resume_continues_the_counters_and_the_numbers_exactly(tmp_path):
     main(train_argv(tmp_path / "straight", "--total-env-steps", "256", "--eval-episodes", "0"))
     main(train_argv(tmp_path / "split", "--total-env-steps", "128", "--eval-episodes", "0"))

@@ -4,7 +4,7 @@ import os
 
 import numpy as np
 import pytest
-from pettingzoo.test import api_test, max_cycles_test, parallel_api_test, parallel_seed_test, render_test
+from pettingzoo.test import api_test, max_cycles_test, parallel_api_test, parallel_seed_test, render_test, seed_test
 
 from gpu_zoo.economy import gather_trade_build_v0
 from gpu_zoo.tag import simple_tag_v3, tag_continuous_v0, tag_gridworld_v0
@@ -19,6 +19,7 @@ CHECKS = {
     "parallel_api": lambda mod, kw: parallel_api_test(mod.parallel_env(**kw), num_cycles=50),
     "parallel_seed": lambda mod, kw: parallel_seed_test(lambda: mod.parallel_env(**kw), num_cycles=20),
     "aec_api": lambda mod, kw: api_test(mod.env(**kw), num_cycles=30),
+    "aec_seed": lambda mod, kw: seed_test(lambda: mod.env(**kw), num_cycles=10),
     "max_cycles": lambda mod, kw: max_cycles_test(mod),
 }
 

@@ -28,6 +28,8 @@ def sync(device: torch.device):
 
 
 def measure(args, iterations: int, compile_mode: str | None) -> dict:
+    if compile_mode == "reduce-overhead":  # its own CUDA graphs cannot sit inside the rollout's capture
+        args = dataclasses.replace(args, cuda_graph=False)
     trainer = Trainer(args)
     if compile_mode:
         for pol in trainer.policies.values():

@@ -242,6 +242,25 @@ def _blocks(gi) -> list[tuple[int, int, int]]:
     return out
 
 
+FUSE_EQUAL_BLOCKS = True
+
+
+def _block_runs(gi) -> list[list[tuple[int, int, int]]]:
+    """A group's blocks in runs that one loop writes: consecutive blocks of one size share a pass.
+
+    A lane then writes element j of every block in the run in one iteration: the loop and index
+    work, and whatever the blocks' values share for offset j (an env's per-slot lookups), are paid
+    once per run instead of once per block, and a block's partly idle last pass once per run.
+    """
+    runs: list[list[tuple[int, int, int]]] = []
+    for blk in _blocks(gi):
+        if FUSE_EQUAL_BLOCKS and runs and runs[-1][-1][2] == blk[2]:
+            runs[-1].append(blk)
+        else:
+            runs.append([blk])
+    return runs
+
+
 def _cpu_elem_helper(name: str, target: str, value: str, observed: bool, by_block: bool, layout: Layout) -> str:
     """An element stage as its own function: inlined in the parfor body it computes wrong values."""
     out = ["@njit(cache=True, _nrt=False, error_model='numpy')", f"def {name}(s, p, e):"]
@@ -347,9 +366,11 @@ def _cuda_elem_loop(gi, tpe: int, store: str, value: str, observed: bool, by_blo
         row = whole_row(value)
         if by_block:
             row = []
-            for b, off, size in _blocks(gi):
-                row += [f"{ind}j = lane & {W - 1}", f"{ind}while j < {size}:", f"{ind}    i = {off} + j",
-                        f"{ind}    {store} = {value.format(b=b)}", f"{ind}    j += {W}"]
+            for run in _block_runs(gi):
+                row += [f"{ind}j = lane & {W - 1}", f"{ind}while j < {run[0][2]}:"]
+                for b, off, _ in run:
+                    row += [f"{ind}    i = {off} + j", f"{ind}    {store} = {value.format(b=b)}"]
+                row += [f"{ind}    j += {W}"]
         out += ["            if _observing(s, e, a):", *row, "            else:", *whole_row(zero)] if observed else row
         return out + [f"            a += {R}"]
     da, di = divmod(tpe, D)

@@ -242,6 +242,8 @@ def _blocks(gi) -> list[tuple[int, int, int]]:
     return out
 
 
+# False gives each block its own pass again: the switch for timing one against the other (each
+# setting generates other source, hence other cached kernels).
 FUSE_EQUAL_BLOCKS = True
 
 

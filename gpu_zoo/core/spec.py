@@ -149,7 +149,8 @@ class PerObs:
     more) then loop block by block with ``b`` a literal, so the compiler folds every branch on it
     and no element index is divided into (block, offset). Worth it for blocks of a few tens of
     elements or more, where that per-element work is most of an element's cost; each block's
-    last pass leaves some of the warp idle. Elsewhere the core finds ``b`` by comparisons.
+    last pass leaves some of the warp idle. Consecutive blocks of one size share one loop, a lane
+    writing offset ``j`` of each. Elsewhere the core finds ``b`` by comparisons.
     """
 
     fn: Callable

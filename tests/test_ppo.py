@@ -107,7 +107,7 @@ def test_group_settings_train_each_group_with_its_own(tmp_path, monkeypatch):
     from trainers import ppo
     from trainers.evaluate import load_checkpoint
 
-    settings = {"runner": {"learning_rate": 1e-2, "ent_coef": 0.5, "hidden": 16}}
+    settings = {"runner": {"learning_rate": 1e-2, "ent_coef": 0.5, "hidden": 16, "gae_lambda": 0.5}}
     args = tiny_args(tmp_path, group_settings=settings, anneal_lr=True)
     assert args.for_group("runner").ent_coef == 0.5 and args.for_group("tagger") is args
     trainer = Trainer(args)
@@ -115,13 +115,15 @@ def test_group_settings_train_each_group_with_its_own(tmp_path, monkeypatch):
     assert trainer.policies["tagger"].actor[0].out_features == args.hidden
     assert [pg["lr"] for pg in trainer.opt.param_groups] == [args.learning_rate, 1e-2]  # policies' order
 
-    seen = []
-    real_loss = ppo.ppo_loss
+    seen, lambdas = [], []
+    real_loss, real_gae = ppo.ppo_loss, ppo.compute_gae
     monkeypatch.setattr(ppo, "ppo_loss", lambda *a: seen.append(a[-1]) or real_loss(*a))
+    monkeypatch.setattr(ppo, "compute_gae", lambda *a: lambdas.append(a[-1]) or real_gae(*a))
     trainer.rollout()
     trainer.iteration = args.iterations // 2
     trainer.update()
     assert set(seen) == {args.ent_coef, 0.5}  # each group's entropy weight in its own loss
+    assert lambdas == [args.gae_lambda, 0.5]  # and its own credit horizon
     assert [pg["lr"] for pg in trainer.opt.param_groups] == pytest.approx([args.learning_rate / 2, 1e-2 / 2])
 
     trainer.save(tmp_path / "ck.pt")  # a checkpoint rebuilds each group at its own width
@@ -130,7 +132,7 @@ def test_group_settings_train_each_group_with_its_own(tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize("settings, match", [
-    ({"runner": {"gamma": 0.9}}, "cannot differ per group"),
+    ({"runner": {"num_steps": 4}}, "cannot differ per group"),
     ({"runner": {"hidden": 0}}, r"group_settings\['runner'\]: hidden must be a positive int"),
     ({"runner": 0.1}, "must map group names to dicts"),
 ])

@@ -49,8 +49,8 @@ class Args:
     hidden: int = 64
     """width of the two hidden layers"""
     group_settings: dict = field(default_factory=dict)
-    """per-group values of learning_rate, ent_coef, clip_coef, vf_coef, max_grad_norm or hidden, over the ones
-    above, e.g. {"planner": {"learning_rate": 1e-4, "ent_coef": 0.125, "hidden": 256}} (JSON on the command line)"""
+    """per-group values of learning_rate, ent_coef, clip_coef, vf_coef, max_grad_norm, hidden, gamma or gae_lambda,
+    over the ones above, e.g. {"planner": {"learning_rate": 1e-4, "hidden": 256}} (JSON on the command line)"""
     seed: int = 0
     """seed of the env, the networks and the sampling"""
     train_groups: str = ""
@@ -127,9 +127,11 @@ class Args:
         return tuple(g for g in self.train_groups.split(",") if g)
 
 
-GROUP_SETTINGS = ("learning_rate", "ent_coef", "clip_coef", "vf_coef", "max_grad_norm", "hidden")
+GROUP_SETTINGS = ("learning_rate", "ent_coef", "clip_coef", "vf_coef", "max_grad_norm", "hidden", "gamma",
+                  "gae_lambda")
 """What `Args.group_settings` may set per group: the AI Economist trains its planner with a smaller
-learning rate, a larger entropy bonus and wider networks than its workers."""
+learning rate, a larger entropy bonus and wider networks than its workers; a group that acts once
+per period (the planner) may want its own credit horizon."""
 
 RUN_CONTROL = ("total_env_steps", "out", "device", "cuda_graph", "torch_threads", "checkpoint_every", "log_every",
                "eval_episodes", "gif")

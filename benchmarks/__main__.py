@@ -1,6 +1,7 @@
 """The benchmark suite: ``python -m benchmarks run ...`` measures, ``python -m benchmarks report`` writes the page.
 
 python -m benchmarks run --suite all --device cuda --out benchmarks/results/
+python -m benchmarks run --suite env --device cpu --warm-jobs 14 --out benchmarks/results/   # a many-core host
 python -m benchmarks run --suite env --device cpu --sizes tiny --out /tmp/bench
 python -m benchmarks report --results benchmarks/results/ --out docs/benchmarks.md
 """

@@ -144,7 +144,8 @@ class _Stages:
     Kinds: ``agent``, ``env`` and ``item`` call a phase; ``elem`` assigns ``s.<target>_<group>[e, ai, i]``
     for every observation element of every group, from an expression of ``a``, ``ai`` and ``i`` (or,
     ``by_block``, of the literal block index ``{b}`` and the offset ``j`` in it). An observation
-    (``observed``) is computed only for agents that are `observing`; the others get zeros.
+    (``observed``) is computed only for agents that are `observing`; the others get zeros (unless
+    the `PerObs` asks to see them too).
     """
 
     def __init__(self):
@@ -159,7 +160,7 @@ class _Stages:
         if isinstance(phase, PerObs):
             self.per_obs.add(alias)
             call = f"{alias}(s, p, e, a, {{b}}, j)" if phase.by_block else f"{alias}(s, p, e, a, i)"
-            self.elem("obs", call, guard, observed=True, by_block=phase.by_block)
+            self.elem("obs", call, guard, observed=phase.zeros_out_of_game, by_block=phase.by_block)
         elif isinstance(phase, PerItem):
             self.items.append(("item", (alias, phase.count, phase.scratch), guard))
         elif isinstance(phase, PerAgent):

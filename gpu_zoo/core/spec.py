@@ -151,10 +151,14 @@ class PerObs:
     elements or more, where that per-element work is most of an element's cost; each block's
     last pass leaves some of the warp idle. Consecutive blocks of one size share one loop, a lane
     writing offset ``j`` of each. Elsewhere the core finds ``b`` by comparisons.
+
+    With ``zeros_out_of_game=False`` ``fn`` is called for every agent and decides itself what an
+    agent out of the game sees (an env reproducing another's observation of its dead agents).
     """
 
     fn: Callable
     by_block: bool = False
+    zeros_out_of_game: bool = True
 
 
 @dataclass(frozen=True)

@@ -13,10 +13,15 @@ the arena is clipped back to the edge, and the agent pays ``edge_hit_penalty``.
 A runner is tagged when its nearest tagger is closer than ``tagging_distance * grid_length``.
 The runner gets ``tag_penalty_for_runner`` and that tagger ``tag_reward_for_tagger``. A tagger
 that tags two runners in one step is credited twice. By default a tagged runner leaves the game:
-it stops and is terminated (its terminal observation is a real one; later ones are zeros).
+it is terminated (its terminal observation is a real one).
 Taggers pay ``step_penalty_for_tagger`` and runners get ``step_reward_for_runner`` every step
 they are in the game. Runners still in the game at ``max_cycles`` get
 ``end_of_game_reward_for_runner``.
+
+As in WarpDrive, a step's observations are taken after the moves and before the tags: a runner
+tagged at this step still shows as in the game, at its speed, in every observation of the step
+(its own terminal one included, and among the others' nearest). From the next step it stands
+still where it was tagged, at speed 0 and heading 0.
 
 The episode ends when no runner is left (every agent is terminated) or after ``max_cycles``
 steps (every agent still in the game is truncated). Start positions (uniform in the arena) and
@@ -45,7 +50,9 @@ cell can hold anything nearer: the same agents, in the same order, as a scan ove
 it instead of all of them; sorting the agents into cells reads every agent once per cell. The
 default grid has about k agents per cell; ``neighbour_grid=1`` scans everyone.
 
-An agent out of the game observes zeros from the step after it left. WarpDrive's observation is
+From the step after it left, an agent out of the game observes zeros, except that with full
+observations it still sees the others' ``is_tagger`` and ``alive`` blocks, as in WarpDrive
+(`tests/tag/test_tag_vs_warpdrive.py` steps both side by side). WarpDrive's observation is
 the table without ``own``: every feature is relative to the observer, so the offsets to the
 others are in the arena's frame while the observer's own heading is unknown, and a policy
 without memory cannot tell which way to turn. ``observe_own_state=True`` adds what is missing.
@@ -68,6 +75,7 @@ import gymnasium
 import numpy as np
 
 from gpu_zoo.core import EnvSpec, Field, Group, ObsBlock, PerAgent, PerEnv, PerItem, PerObs, kernel_fn
+from gpu_zoo.core.episode import observing
 from gpu_zoo.core.rng import randint, uniform
 
 _TWO_PI = np.float32(2.0 * math.pi)
@@ -193,12 +201,21 @@ def _actions(s, p, e, a):
 
 @kernel_fn
 def _level(idx, lo, hi, levels):
-    """Index 0 -> no change; index i -> value i-1 of `levels` evenly spaced in [lo, hi]."""
+    """Index 0 -> no change; index i -> value i-1 of `levels` evenly spaced in [lo, hi].
+
+    Rounded as WarpDrive's levels, ``np.linspace`` of float32 bounds, are: in float32, step
+    first, the last level exactly ``hi``. A level one rounding off can flip, steps later,
+    whether a speed lands exactly on 0 and with it whether the acceleration resets.
+    """
     if idx <= 0:
         return _ZERO
+    lo32, hi32 = np.float32(lo), np.float32(hi)
     if levels <= 1:
-        return lo
-    return lo + np.float32(idx - 1) * (hi - lo) / np.float32(levels - 1)
+        return lo32
+    if idx >= levels:
+        return hi32
+    step = (hi32 - lo32) / np.float32(levels - 1)
+    return np.float32(np.float32(idx - 1) * step) + lo32
 
 
 @kernel_fn
@@ -221,6 +238,9 @@ def start(s, p, e):
 @kernel_fn
 def move(s, p, e, a):
     if not s.alive[e, a]:
+        # Out of the game: stopped where it was tagged, facing heading 0 (as WarpDrive's step
+        # multiplies heading and speed by its still-in-the-game flag).
+        s.speed[e, a], s.acceleration[e, a], s.heading[e, a] = _ZERO, _ZERO, _ZERO
         return
     acc_idx, turn_idx = _actions(s, p, e, a)
     is_tagger = a < p.tagger_hi
@@ -228,9 +248,9 @@ def move(s, p, e, a):
     top = p.max_speed * skill
     acc = s.acceleration[e, a] + _level(acc_idx, p.min_acceleration, p.max_acceleration, p.num_acceleration_levels)
     h = s.heading[e, a] + _level(turn_idx, p.min_turn, p.max_turn, p.num_turn_levels)
+    # Python's and NumPy's float modulo, as WarpDrive takes it: a heading just below 0 wraps to
+    # float32(2 pi) itself, not to 0.
     h = h - _TWO_PI * np.float32(math.floor(h / _TWO_PI))
-    if h >= _TWO_PI:
-        h = _ZERO
     v = min(top, max(_ZERO, s.speed[e, a] + acc))
     if v <= _ZERO or v >= top:
         acc = _ZERO
@@ -281,8 +301,6 @@ def apply_tags(s, p, e, a):
         if p.runner_exits_game_after_tagged:
             s.alive[e, a] = 0
             s.term[e, a] = 1
-            s.speed[e, a] = _ZERO
-            s.acceleration[e, a] = _ZERO
     if s.alive[e, a] and s.t[e] >= p.max_cycles:
         s.rew[e, a] += p.end_of_game_reward_for_runner
 
@@ -318,7 +336,7 @@ def _feature(s, p, e, a, j, f):
         return (s.heading[e, j] - s.heading[e, a]) * (_ONE / _TWO_PI)
     if f == 5:
         return _ONE if j < p.tagger_hi else _ZERO
-    return _ONE if s.alive[e, j] else _ZERO
+    return _ONE if observing(s, e, j) else _ZERO
 
 
 @kernel_fn
@@ -332,8 +350,8 @@ def _cell(s, p, e, a):
 
 @kernel_fn
 def bin_agent(s, p, e, a):
-    """k-nearest mode: agent a, if in the game, takes its place in the search grid."""
-    if s.alive[e, a]:
+    """k-nearest mode: agent a, if visible (in the game, or leaving it at this step), takes its place in the grid."""
+    if observing(s, e, a):
         cx, cy = _cell(s, p, e, a)
         s.cell_of[e, a] = cy * p.cells + cx
     else:
@@ -408,7 +426,7 @@ def _scan(s, e, a, x, y, lo, hi, d2s, js, n, k, worst_d2, worst_j):
 
 @kernel_fn
 def _nearest(s, p, e, a, d2s, js):
-    """Lists in ``nbr_idx`` the k nearest others in the game of agent a; returns how many.
+    """Lists in ``nbr_idx`` the k nearest other visible agents of agent a; returns how many.
 
     Squares of cells around a's own, growing by a ring: once the square reaches r cells out, every
     agent not yet seen is farther than r cell widths, so the search stops when the k-th nearest is
@@ -450,17 +468,14 @@ def _nearest(s, p, e, a, d2s, js):
 
 
 @kernel_fn
-def find_neighbours(s, p, e, a, d2s, js):
-    """k-nearest mode: an agent leaving the game at this step lists its nearest others; the rest none yet.
-
-    Agents in the game list theirs in `find_neighbours_by_cell`.
-    """
-    s.nbr_count[e, a] = _nearest(s, p, e, a, d2s, js) if s.term[e, a] and not s.alive[e, a] else 0
+def clear_neighbours(s, p, e, a):
+    """k-nearest mode: no neighbours listed yet; the visible agents list theirs in `find_neighbours_by_cell`."""
+    s.nbr_count[e, a] = 0
 
 
 @kernel_fn
 def find_neighbours_by_cell(s, p, e, k, d2s, js):
-    """k-nearest mode: the k-th agent in the game, in cell order, lists the nearest others in the game.
+    """k-nearest mode: the k-th visible agent, in cell order, lists the nearest other visible agents.
 
     Taking observers in cell order rather than by index gives neighbouring GPU threads observers
     in one cell: they search the same cells, so their loops run alike and their reads coincide.
@@ -471,13 +486,16 @@ def find_neighbours_by_cell(s, p, e, k, d2s, js):
 
 
 @kernel_fn
-def _time(s, p, e):
-    return np.float32(s.t[e]) / np.float32(p.max_cycles)
+def _time(s, p, e, a):
+    """The time feature, t / max_cycles; zero for an agent out of the game."""
+    return np.float32(s.t[e]) / np.float32(p.max_cycles) if observing(s, e, a) else _ZERO
 
 
 @kernel_fn
 def _own(s, p, e, a, o):
-    """observe_own_state: what the relative features leave out."""
+    """observe_own_state: what the relative features leave out (zeros out of the game)."""
+    if not observing(s, e, a):
+        return _ZERO
     if o == 0:
         return s.pos_x[e, a] / np.float32(p.grid_length)
     if o == 1:
@@ -490,9 +508,15 @@ def _own(s, p, e, a, o):
 
 @kernel_fn
 def _slot(s, p, e, a, f, slot):
-    """Feature f of the agent in agent a's observation slot ``slot`` (zero for an empty slot)."""
+    """Feature f of the agent in agent a's observation slot ``slot`` (zero for an empty slot).
+
+    With full observations an agent out of the game still sees who the others are and whether
+    they are in the game, and zeros for the rest, as in WarpDrive.
+    """
     if p.use_full_observation:
         j = slot if slot < a else slot + 1
+        if f < 5 and not observing(s, e, a):
+            return _ZERO
     elif slot < s.nbr_count[e, a]:
         j = s.nbr_idx[e, a, slot]
     else:
@@ -505,7 +529,7 @@ def observe(s, p, e, a, i):
     """Element i of agent a's feature-major observation."""
     k = p.num_observed
     if i == 7 * k:
-        return _time(s, p, e)
+        return _time(s, p, e, a)
     if i > 7 * k:
         return _own(s, p, e, a, i - 7 * k - 1)
     f = i // k
@@ -516,7 +540,7 @@ def observe(s, p, e, a, i):
 def observe_block(s, p, e, a, b, j):
     """Element j of block b (`FEATURES`, then time, then own) of agent a's observation."""
     if b == 7:
-        return _time(s, p, e)
+        return _time(s, p, e, a)
     if b == 8:
         return _own(s, p, e, a, j)
     return _slot(s, p, e, a, b, j)
@@ -529,7 +553,11 @@ BLOCK_LOOPS_MIN = 32
 
 
 def _observation(p: TagParams) -> PerObs:
-    return PerObs(observe_block, by_block=True) if p.num_observed >= BLOCK_LOOPS_MIN else PerObs(observe)
+    # With full observations an agent out of the game is not all zeros (see `_slot`).
+    out = not p.use_full_observation
+    if p.num_observed >= BLOCK_LOOPS_MIN:
+        return PerObs(observe_block, by_block=True, zeros_out_of_game=out)
+    return PerObs(observe, zeros_out_of_game=out)
 
 
 def launch(p: TagParams) -> dict:
@@ -552,7 +580,7 @@ def observe_phases(p: TagParams) -> tuple:
         return (_observation(p),)
     cells = p.search_grid ** 2
     return (PerAgent(bin_agent), PerItem(count_cell, cells), PerEnv(cell_offsets), PerItem(fill_cell, cells),
-            PerAgent(find_neighbours, scratch=_SCRATCH), PerItem(find_neighbours_by_cell, p.num_agents, _SCRATCH),
+            PerAgent(clear_neighbours), PerItem(find_neighbours_by_cell, p.num_agents, _SCRATCH),
             _observation(p))
 
 

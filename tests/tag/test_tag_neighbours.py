@@ -67,8 +67,11 @@ def test_neighbours_match_a_full_scan(scene, grid):
 
 
 @pytest.mark.parametrize("grid", [1, 4])
-def test_a_runner_tagged_this_step_lists_the_others_still_in_the_game(scene, grid):
-    """Its terminal observation is a real one: its own nearest others, itself out of the game."""
+def test_a_runner_tagged_this_step_is_still_seen_at_this_step(scene, grid):
+    """As in WarpDrive, a step's observations come before its tags.
+
+    A runner tagged now sees its nearest others and is among theirs; from the next step it is in no list.
+    """
     (xs, ys), alive = scene
     xs, ys = xs.copy(), ys.copy()
     runner = 5
@@ -84,14 +87,17 @@ def test_a_runner_tagged_this_step_lists_the_others_still_in_the_game(scene, gri
     env.step(noop_actions(env))
     assert not env.state.alive[:, runner].any() and env.state.term[:, runner].all()
     k = CONFIG["num_other_agents_observed"]
-    left = env.state.alive.numpy().astype(bool)
+    visible = (env.state.alive | env.state.term).numpy().astype(bool)
     idx, count = env.state.nbr_idx.numpy(), env.state.nbr_count.numpy()
     for e in range(NUM_ENVS):
-        with_runner = left[e].copy()
-        with_runner[runner] = True  # the reference lists an agent's others: add the runner, drop it after
-        want = _reference(xs[e], ys[e], with_runner, k)[runner]
-        assert idx[e, runner, :count[e, runner]].tolist() == want, e
-        assert runner not in idx[e, 0, :count[e, 0]].tolist()
+        want = _reference(xs[e], ys[e], visible[e], k)
+        for a in (runner, 0):
+            assert idx[e, a, :count[e, a]].tolist() == want[a], (e, a)
+        assert runner in idx[e, 0, :count[e, 0]].tolist()  # it stands on tagger 0
+    env.step(noop_actions(env))
+    idx, count = env.state.nbr_idx.numpy(), env.state.nbr_count.numpy()
+    for e in range(NUM_ENVS):
+        assert count[e, runner] == 0 and runner not in idx[e, 0, :count[e, 0]].tolist()
 
 
 def test_observations_do_not_depend_on_the_grid(scene):

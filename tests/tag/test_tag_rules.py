@@ -116,13 +116,39 @@ def test_full_observation_layout(env):
     assert float(o[s]) == pytest.approx(1 / 6)
 
 
-def test_tagged_runner_gets_a_real_terminal_observation_then_zeros(env):
+def test_tagged_runner_gets_a_real_terminal_observation_then_only_who_is_who(env):
+    """WarpDrive's full observation of an agent out of the game: zeros but the is_tagger and alive blocks."""
+    place(env, [5.0, 9.0, 5.1, 1.0, 1.0], [5.0, 9.0, 5.0, 8.0, 2.0])
+    obs, *_ = env.step(noop_actions(env))
+    assert obs["runner"][0, 0].any()
+    assert obs["tagger"][0, 0, 6 * 4:7 * 4].tolist() == [1.0, 1.0, 1.0, 1.0]  # it was tagged after the look
+    obs, *_ = env.step(noop_actions(env))
+    blocks = obs["runner"][0, 0, :28].reshape(7, 4)  # others: taggers 0, 1 and runners 1, 2
+    assert not blocks[:5].any() and obs["runner"][0, 0, 28] == 0.0  # relative features and time
+    assert blocks[5].tolist() == [1.0, 1.0, 0.0, 0.0] and blocks[6].tolist() == [1.0, 1.0, 1.0, 1.0]
+    assert obs["tagger"][0, 0, 6 * 4:7 * 4].tolist() == [1.0, 0.0, 1.0, 1.0]  # now out of the game
+    assert obs["runner"][0, 1].any()
+
+
+def test_with_nearest_agents_an_agent_out_of_the_game_sees_zeros():
+    env = tag_env(num_envs=1, tagging_distance=0.05, use_full_observation=False, num_other_agents_observed=2)
+    env.reset(seed=0)
     place(env, [5.0, 9.0, 5.1, 1.0, 1.0], [5.0, 9.0, 5.0, 8.0, 2.0])
     obs, *_ = env.step(noop_actions(env))
     assert obs["runner"][0, 0].any()
     obs, *_ = env.step(noop_actions(env))
-    assert not obs["runner"][0, 0].any()
-    assert obs["runner"][0, 1].any()
+    assert not obs["runner"][0, 0].any() and obs["runner"][0, 1].any()
+
+
+def test_a_tagged_runner_stops_at_the_next_step_facing_heading_0(env):
+    place(env, [5.0, 9.0, 5.1, 1.0, 1.0], [5.0, 9.0, 5.0, 8.0, 2.0])
+    env.state.speed[0, 2], env.state.heading[0, 2] = 0.2, 1.0
+    env.step(noop_actions(env))
+    assert not env.state.alive[0, 2] and float(env.state.speed[0, 2]) == pytest.approx(0.2)  # moved, then tagged
+    x = float(env.state.pos_x[0, 2])
+    env.step(noop_actions(env))
+    assert float(env.state.speed[0, 2]) == 0.0 and float(env.state.heading[0, 2]) == 0.0
+    assert float(env.state.pos_x[0, 2]) == x
 
 
 def test_own_state_is_observed_only_when_asked():

@@ -21,6 +21,9 @@ $(VENV)/.ready: pyproject.toml
 	# The AI Economist, the reference for gpu_zoo.economy's tests: it pins NumPy 1.21 and friends,
 	# which would downgrade the venv, so it comes without its dependencies (it runs on today's).
 	$(BIN)/python -m pip install -q --no-deps "ai-economist==1.7.1"
+	# WarpDrive, the reference for Tag continuous's tests: its Python env runs on the CPU, while its
+	# declared pycuda dependency would need a CUDA toolkit; gym is what that env imports.
+	$(BIN)/python -m pip install -q --no-deps "rl-warp-drive==2.7.1" "gym==0.26.2"
 	touch $@
 
 run: $(VENV)/.ready

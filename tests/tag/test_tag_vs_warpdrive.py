@@ -44,7 +44,7 @@ CASES = {
     "full": dict(use_full_observation=True),
     "nearest": dict(use_full_observation=False, num_other_agents_observed=3),
     "all_tagged": dict(use_full_observation=True, tagging_distance=0.3),  # ends early: no runner left
-    "nearest_all_tagged": dict(use_full_observation=False, num_other_agents_observed=4, tagging_distance=0.3),
+    "nearest_all_tagged": dict(use_full_observation=False, num_other_agents_observed=3, tagging_distance=0.3),
     "runners_stay": dict(use_full_observation=False, num_other_agents_observed=3, runner_exits_game_after_tagged=False),
 }
 

@@ -27,12 +27,14 @@ Full (``use_full_observation=True``), every value divided by ``grid_length`` (ti
 | x, y | A each | every agent's position |
 | is_runner | A | 1 for runners |
 | is_self | A | one-hot of the observing agent |
-| alive | A | 1 if in the game (only when ``num_runners > 1``) |
+| alive | A | 1 if in the game, or tagged at this step (only when ``num_runners > 1``) |
 | time | 1 | t / max_cycles |
 
 Partial: ``own_x, own_y``, then ``target_x, target_y``: the nearest runner still in the game for
-a tagger, the nearest tagger for a runner. Then ``is_runner`` and ``time``. A runner out of the
-game observes zeros from the step after it was tagged.
+a tagger, the nearest tagger for a runner. Then ``is_runner`` and ``time``. As in WarpDrive, a
+runner tagged at this step is still in sight in this step's observations (a tagger's target at
+the tag is that runner). A runner out of the game observes zeros from the step after it was
+tagged.
 
 ## Actions
 ``Discrete(5)``: stay, +x, -x, +y, -y.
@@ -49,6 +51,7 @@ import gymnasium
 import numpy as np
 
 from gpu_zoo.core import EnvSpec, Field, Group, ObsBlock, PerAgent, PerEnv, PerObs, kernel_fn
+from gpu_zoo.core.episode import observing
 from gpu_zoo.core.rng import randint
 
 _ZERO = np.float32(0.0)
@@ -182,13 +185,16 @@ def reward(s, p, e, a):
 
 @kernel_fn
 def find_target(s, p, e, a):
-    """Partial observation: the nearest runner in the game (taggers) or nearest tagger (runners)."""
+    """Partial observation: the nearest runner in sight (taggers) or nearest tagger (runners).
+
+    In sight: in the game, or tagged at this very step, which WarpDrive's observation still shows.
+    """
     if p.use_full_observation:
         return
     lo, hi = (p.runner_lo, p.runner_hi) if a < p.tagger_hi else (p.tagger_lo, p.tagger_hi)
     best, best_d = -1, 0
     for j in range(lo, hi):
-        if not s.alive[e, j]:
+        if not observing(s, e, j):
             continue
         dx, dy = s.x[e, j] - s.x[e, a], s.y[e, j] - s.y[e, a]
         d = dx * dx + dy * dy
@@ -213,7 +219,7 @@ def observe(s, p, e, a, i):
             return _ONE if i - 2 * A >= p.runner_lo else _ZERO
         if i < 4 * A:
             return _ONE if i - 3 * A == a else _ZERO
-        return _ONE if s.alive[e, i - 4 * A] else _ZERO
+        return _ONE if observing(s, e, i - 4 * A) else _ZERO
     if i == 0:
         return np.float32(s.x[e, a]) * inv
     if i == 1:

@@ -201,7 +201,9 @@ def _stats(x: np.ndarray) -> dict:
 def planner_note(rec: dict) -> str:
     """The planner's own PPO settings in a record, in words ("" when it trained with the workers')."""
     own = rec.get("ppo", {}).get("group_settings", {}).get("planner", {})
-    names = {"learning_rate": "learning rate", "ent_coef": "entropy weight", "hidden": "hidden width"}
+    names = {"learning_rate": "learning rate", "ent_coef": "entropy weight", "hidden": "hidden width",
+             "gae_lambda": "GAE lambda", "gamma": "discount", "clip_coef": "clip range", "vf_coef": "value weight",
+             "max_grad_norm": "gradient clip"}
     return ", ".join(f"{names.get(k, k)} {v:g}" for k, v in own.items())
 
 

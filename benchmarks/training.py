@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
-
 import torch
 
 from benchmarks.cases import TRAINER_SETTINGS
@@ -17,10 +15,8 @@ def make_trainer(env_id: str, num_envs: int, device: str, env_kwargs: dict, **se
     unknown = set(settings) - set(TRAINER_SETTINGS)
     if unknown:
         raise ValueError(f"trainer settings must be among {TRAINER_SETTINGS}, got {sorted(unknown)}")
-    wanted = {"env_id": env_id, "env_kwargs": env_kwargs, "num_envs": num_envs, "device": device,
-              "eval_episodes": 0, "gif": False, **settings}
-    names = {f.name for f in dataclasses.fields(Args)}
-    return Trainer(Args(**{k: v for k, v in wanted.items() if k in names}))
+    return Trainer(Args(env_id=env_id, env_kwargs=env_kwargs, num_envs=num_envs, device=device, eval_episodes=0,
+                        gif=False, **settings))
 
 
 def measure(env_id: str, num_envs: int, device: str, env_kwargs: dict, *, iterations: int, repeats: int,

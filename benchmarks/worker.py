@@ -36,7 +36,7 @@ def run_case(case: Case, tiny: bool) -> dict:
         if case.system == "warpdrive":
             from benchmarks.peers import warpdrive
 
-            return warpdrive.measure_a2c("tag_continuous", case.num_envs, case.device, env_kwargs, **timing)
+            return warpdrive.measure_a2c(case.num_envs, case.device, env_kwargs, **timing)
         from benchmarks import training
 
         return training.measure(env_id, case.num_envs, case.device, env_kwargs, **timing, **settings)

@@ -218,8 +218,9 @@ class Trainer:
             put(b["term"], t, term[g])
             put(b["ended"], t, term[g] | trunc[g])
             put(b["mask"], t, info["active"][g])
-            put(b["next_value"], t, torch.where(done.unsqueeze(-1), pol.value(info["final_obs"][g]),
-                                                pol.value(obs[g])))
+            # One critic pass: the final observation where the episode ended, the next one elsewhere.
+            after = torch.where(done.view(-1, 1, 1), info["final_obs"][g], obs[g])
+            put(b["next_value"], t, pol.value(after))
         stats, d = env.episode_stats(), done.double()
         acc += torch.stack([d.sum(), (stats["length"] * d).sum(),
                             *((stats[f"return_{g}"].mean(-1) * d).sum() for g in env.groups)])

@@ -137,9 +137,8 @@ A2C_NOTES = ("TrainerA2C on the shipped run configuration: per iteration _genera
              "them; the setup's host resets are memoised as in the env rows")
 
 
-def measure_a2c(config_name: str, num_envs: int, device: str, our_env_kwargs: dict, *, iterations: int,
-                repeats: int) -> dict:
-    """Env-steps/s of WarpDrive's A2C trainer on its shipped ``<config_name>.yaml``, as its ``train()`` loop runs.
+def measure_a2c(num_envs: int, device: str, our_env_kwargs: dict, *, iterations: int, repeats: int) -> dict:
+    """Env-steps/s of WarpDrive's A2C trainer on its shipped ``tag_continuous.yaml``, as its ``train()`` loop runs.
 
     ``our_env_kwargs`` is the env the gpu_zoo rows of this workload train (in gpu_zoo's names):
     a mismatch with the shipped YAML is an error, so the two rows always measure one workload.
@@ -147,10 +146,9 @@ def measure_a2c(config_name: str, num_envs: int, device: str, our_env_kwargs: di
     _, _, EnvWrapper, _ = _import()
     if device != "cuda":
         raise Skipped("WarpDrive's numba backend runs on a CUDA GPU only")
-    if not config_name.startswith("tag_continuous"):
-        raise ValueError(f"only WarpDrive's tag_continuous run configurations are measured, not {config_name!r}")
     from warp_drive.training.trainers.trainer_a2c import TrainerA2C
 
+    config_name = "tag_continuous"
     run = shipped_run_config(config_name)
     shipped = as_our_kwargs(run["env"])
     if shipped != our_env_kwargs:

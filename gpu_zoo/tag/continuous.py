@@ -487,14 +487,20 @@ def find_neighbours_by_cell(s, p, e, k, d2s, js):
 
 @kernel_fn
 def _time(s, p, e, a):
-    """The time feature, t / max_cycles; zero for an agent out of the game."""
-    return np.float32(s.t[e]) / np.float32(p.max_cycles) if observing(s, e, a) else _ZERO
+    """The time feature, t / max_cycles; zero for an agent out of the game.
+
+    Only full observations reach an agent out of the game (`_observation`); with the nearest
+    agents the core already writes its zeros, and the constant test folds the check away.
+    """
+    if p.use_full_observation and not observing(s, e, a):
+        return _ZERO
+    return np.float32(s.t[e]) / np.float32(p.max_cycles)
 
 
 @kernel_fn
 def _own(s, p, e, a, o):
-    """observe_own_state: what the relative features leave out (zeros out of the game)."""
-    if not observing(s, e, a):
+    """observe_own_state: what the relative features leave out (zeros out of the game, as in `_time`)."""
+    if p.use_full_observation and not observing(s, e, a):
         return _ZERO
     if o == 0:
         return s.pos_x[e, a] / np.float32(p.grid_length)

@@ -34,6 +34,7 @@ import argparse
 import csv
 import dataclasses
 import json
+import shlex
 import subprocess
 import sys
 import time
@@ -357,7 +358,7 @@ def main(argv=None):
     if args.init_from and not Path(args.init_from).is_file():
         ap.error(f"--init-from {args.init_from}: no such file")
     out.mkdir(parents=True, exist_ok=True)
-    given = " ".join(argv if argv is not None else sys.argv[1:])
+    given = shlex.join(argv if argv is not None else sys.argv[1:])  # quoted: a JSON setting holds spaces
     base = [sys.executable, "-m", "benchmarks.economy_learning", "--env-steps", str(args.env_steps),
             "--num-envs", str(args.num_envs), "--eval-episodes", str(args.eval_episodes), "--out", str(out),
             "--anneal-episodes", str(args.anneal_episodes), "--planner-settings", json.dumps(args.planner_settings),

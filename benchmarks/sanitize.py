@@ -19,6 +19,7 @@ import gpu_zoo
 
 CONFIGS = {
     "tag_continuous_v0": [dict(num_taggers=2, num_runners=5, max_cycles=4),
+                          dict(num_taggers=3, num_runners=32, max_cycles=4),  # 512 threads per env
                           dict(num_taggers=2, num_runners=30, max_cycles=4, use_full_observation=False,
                                num_other_agents_observed=5)],
     "tag_gridworld_v0": [dict(num_taggers=3, num_runners=2, grid_length=5, max_cycles=4),

@@ -82,7 +82,7 @@ def test_a_scratch_name_must_be_a_field_of_shape_n(name):
     assert Layout(spec, params).scratch_fields == ("nbr_d2", "nbr_j")
 
 
-@pytest.mark.parametrize("given, expected", [({}, (128, 128)), ({"threads_per_env": 64}, (64, None)),
+@pytest.mark.parametrize("given, expected", [({}, (512, None)), ({"threads_per_env": 64}, (64, None)),
                                              ({"max_registers": 96}, (256, 96))])
 def test_an_envs_preferred_launch_applies_unless_the_caller_chooses(given, expected):
     from gpu_zoo.core.compile import layout_launch_shape
@@ -92,5 +92,5 @@ def test_an_envs_preferred_launch_applies_unless_the_caller_chooses(given, expec
     layout = Layout(spec, spec.make_params(num_taggers=5, num_runners=95))
     shape = layout_launch_shape(layout, 2000, **given)
     assert (shape.threads_per_env, shape.max_registers) == expected
-    assert spec.launch(spec.params(num_taggers=5, num_runners=95)) == {"threads_per_env": 128, "max_registers": 128}
+    assert spec.launch(spec.params(num_taggers=5, num_runners=95)) == {"threads_per_env": 512}
     assert spec.launch(spec.params(num_taggers=5, num_runners=95, use_full_observation=False)) == {}

@@ -273,21 +273,17 @@ def _cpu_elem_helper(name: str, target: str, value: str, observed: bool, by_bloc
         if observed:
             out += ["        if not _observing(s, e, a):", f"            for i in range({D}):",
                     f"                {store} = np.float32(0.0)", "            continue"]
-        # By block, the CPU still runs one loop over the row: a loop per block would inline the
-        # observation once per block, doubling compile time for no measured gain on a CPU.
-        out += [f"        for i in range({D}):", *("    " + ln for ln in _find_block(gi, by_block)),
-                f"            {store} = {value.format(g=gi.name, b='b')}"]
+        if by_block:
+            # As on CUDA (`_cuda_run_loops`): a run's blocks computed together for each offset. The
+            # observation is inlined once per block, which doubles the compile time of Tag
+            # (continuous) on a CPU and runs its 2000 x 100 full observations 5x faster.
+            for run in _block_runs(gi):
+                out += [f"        for j in range({run[0][2]}):",
+                        *(f"            v{b} = {value.format(g=gi.name, b=b)}" for b, _, _ in run),
+                        *(f"            s.{target}_{gi.name}[e, ai, {off} + j] = v{b}" for b, off, _ in run)]
+        else:
+            out += [f"        for i in range({D}):", f"            {store} = {value.format(g=gi.name)}"]
     return "\n".join(out)
-
-
-def _find_block(gi, by_block: bool) -> list[str]:
-    """Lines setting ``b`` and ``j`` (block of element ``i``, offset in it) by comparisons, if by block."""
-    if not by_block:
-        return []
-    out = ["        b = 0", "        j = i"]
-    for b, off, _ in _blocks(gi)[1:]:
-        out += [f"        if i >= {off}:", f"            b = {b}", f"            j = i - {off}"]
-    return out
 
 
 def _cpu_body(name: str, stages: _Stages, layout: Layout, helpers: dict) -> str:
@@ -334,11 +330,16 @@ def _cpu_stages(stages: _Stages, layout: Layout, helpers: dict) -> list[str]:
     return out
 
 
+# Masking an index with this tells the compiler it is not negative, so the array accesses built
+# from it skip Numba's wraparound for negative indices (a compare and a select per access). Loop
+# counters lose that knowledge: Numba's integer adds carry no no-overflow flag.
+NONNEG = "0x7FFFFFFF"
+
 # Observation rows at least this long get a warp (or the env's lanes, if fewer) each.
 ROW_MIN = 32
 
 
-def _cuda_elem_loop(gi, tpe: int, store: str, value: str, observed: bool, by_block: bool = False) -> list[str]:
+def _cuda_elem_loop(gi, tpe: int, target: str, value: str, observed: bool, by_block: bool = False) -> list[str]:
     """Lines looping one lane over its elements of a group's (agents, obs) block.
 
     Long rows (``ROW_MIN`` elements or more) go a row to a warp: the lanes of a warp step through
@@ -350,40 +351,68 @@ def _cuda_elem_loop(gi, tpe: int, store: str, value: str, observed: bool, by_blo
     element) pair advancing by a compile-time step with one carry instead of being divided out of
     a flat index (64-bit integer division costs more than most elements).
 
-    ``by_block`` values take a block index and an offset in it. Rows then loop block by block with
-    the index a literal; flat loops find it by comparing the element index with the block starts.
+    ``by_block`` values go by `_cuda_run_loops`.
     """
+    if by_block:
+        return _cuda_run_loops(gi, tpe, target, value, observed)
     D, n, lo = gi.group.obs_size, gi.count, gi.lo
+    store = f"s.{target}_{gi.name}[e, ai, i]"
     zero = "np.float32(0.0)"
     if D >= ROW_MIN:
         W = min(32, tpe)
         R = tpe // W
-        out = [f"        a = {lo} + ((lane // {W} + {R - lo % R}) & {R - 1})", f"        while a < {lo + n}:",
-               f"            ai = a - {lo}"]
+        out = [f"        al = {lo} + ((lane // {W} + {R - lo % R}) & {R - 1})", f"        while al < {lo + n}:",
+               f"            a = al & {NONNEG}", f"            ai = a - {lo}"]
         ind = "                " if observed else "            "
 
         def whole_row(val):
-            return [f"{ind}i = lane & {W - 1}", f"{ind}while i < {D}:", f"{ind}    {store} = {val}",
-                    f"{ind}    i += {W}"]
+            return [f"{ind}il = lane & {W - 1}", f"{ind}while il < {D}:", f"{ind}    i = il & {NONNEG}",
+                    f"{ind}    {store} = {val}", f"{ind}    il += {W}"]
 
         row = whole_row(value)
-        if by_block:
-            row = []
-            for run in _block_runs(gi):
-                row += [f"{ind}j = lane & {W - 1}", f"{ind}while j < {run[0][2]}:"]
-                for b, off, _ in run:
-                    row += [f"{ind}    i = {off} + j", f"{ind}    {store} = {value.format(b=b)}"]
-                row += [f"{ind}    j += {W}"]
         out += ["            if _observing(s, e, a):", *row, "            else:", *whole_row(zero)] if observed else row
-        return out + [f"            a += {R}"]
-    da, di = divmod(tpe, D)
-    find_block = ["    " + ln for ln in _find_block(gi, by_block)]
-    value = value.format(b="b") if by_block else value
+        return out + [f"            al += {R}"]
     val = f"{value} if _observing(s, e, a) else {zero}" if observed else value
-    return [f"        ai = lane // {D}", f"        i = lane - ai * {D}", f"        while ai < {n}:",
-            f"            a = ai + {lo}", *find_block, f"            {store} = {val}",
-            f"            ai += {da}", f"            i += {di}", f"            if i >= {D}:",
-            f"                i -= {D}", "                ai += 1"]
+    return _flat_pairs(n, D, tpe, "il", [f"            a = (ai + {lo}) & {NONNEG}", f"            i = il & {NONNEG}",
+                                          f"            {store} = {val}"])
+
+
+def _flat_pairs(n: int, size: int, tpe: int, inner: str, body: list[str]) -> list[str]:
+    """A loop dealing the env's lanes the (agent ``ai`` < n, ``inner`` < size) pairs in order, body per pair.
+
+    Consecutive lanes take consecutive pairs; a lane's pair advances by a compile-time step with
+    one carry instead of being divided out of a flat index.
+    """
+    da, di = divmod(tpe, size)
+    return [f"        ai = lane // {size}", f"        {inner} = lane - ai * {size}", f"        while ai < {n}:",
+            *body, f"            ai += {da}", f"            {inner} += {di}", f"            if {inner} >= {size}:",
+            f"                {inner} -= {size}", "                ai += 1"]
+
+
+def _cuda_run_loops(gi, tpe: int, target: str, value: str, observed: bool) -> list[str]:
+    """By-block values: per run of equal-size blocks (`_block_runs`), a loop over (agent, offset) pairs.
+
+    A lane computes offset ``j`` of every block in the run for one agent, all before it stores
+    any: loads shared between the blocks (the observer's own state, what sits in slot ``j``) are
+    then read once, where a store in between would make the compiler read them again, since it
+    cannot tell the observation from the state it is computed from. The pairs run flat over the
+    group, so rows whose length is not a multiple of the warp leave no lanes idle, and the store
+    indices are unsigned (non-negative by construction: no wraparound for negative indices).
+    """
+    n, lo = gi.count, gi.lo
+    out = []
+    for run in _block_runs(gi):
+        values = [(f"v{b}", value.format(b=b)) for b, _, _ in run]
+        ind = "            "
+        if observed:
+            compute = [f"{ind}if _observing(s, e, a):", *(f"{ind}    {v} = {x}" for v, x in values),
+                       f"{ind}else:", *(f"{ind}    {v} = np.float32(0.0)" for v, _ in values)]
+        else:
+            compute = [f"{ind}{v} = {x}" for v, x in values]
+        stores = [f"{ind}s.{target}_{gi.name}[e, np.uint64(ai), np.uint64({off} + jl)] = v{b}" for b, off, _ in run]
+        head = [f"{ind}a = (ai + {lo}) & {NONNEG}", f"{ind}j = jl & {NONNEG}"]
+        out += _flat_pairs(n, run[0][2], tpe, "jl", head + compute + stores)
+    return out
 
 
 def _scratch_args(names, target: str) -> str:
@@ -403,30 +432,29 @@ def _cuda_body(name: str, stages: _Stages, layout: Layout, shape: LaunchShape, s
     A = layout.num_agents
     tpe, epb = shape.threads_per_env, shape.envs_per_block
     cap = f", max_registers={shape.max_registers}" if shape.max_registers else ""
-    # Masks tell the compiler that env and lane are not negative, so array indices built from
-    # them skip Numba's wraparound for negative indices (a compare and a select per index).
+    # Masks tell the compiler that env and lane are not negative (`NONNEG`).
     out = ["@cuda.jit" if sim else f"@cuda.jit(cache=True{cap})", f"def {name}({_args(layout)}):",
            f"    s = {_state(layout)}",
            "    n_env = s.t.shape[0]", "    tid = cuda.threadIdx.x & 1023",
-           f"    e = (cuda.blockIdx.x & 0x7FFFFFFF) * {epb} + tid // {tpe}", f"    lane = tid & {tpe - 1}",
+           f"    e = (cuda.blockIdx.x & {NONNEG}) * {epb} + tid // {tpe}", f"    lane = tid & {tpe - 1}",
            "    ok = e < n_env", "    p = _params(s, min(e, n_env - 1))", *_scratch_decls(layout)]
     for kind, fn, guard in stages.items:
         cond = {"": "ok", "done": "ok and s.done[e]", "restart": "ok and s.done[e] and s.autoreset[e]"}[guard]
         if kind == "agent":
-            out += [f"    if {cond}:", "        a = lane", f"        while a < {A}:",
-                    f"            {fn[0]}(s, p, e, a{_scratch_args(fn[1], 'cuda')})", f"            a += {tpe}"]
+            out += [f"    if {cond}:", "        al = lane", f"        while al < {A}:",
+                    f"            {fn[0]}(s, p, e, al & {NONNEG}{_scratch_args(fn[1], 'cuda')})", f"            al += {tpe}"]
         elif kind == "env":
             out += [f"    if {cond} and lane == 0:", f"        {fn}(s, p, e)"]
         elif kind == "item":
             out += [f"    if {cond}:", "        k = lane", f"        while k < {fn[1]}:",
-                    f"            {fn[0]}(s, p, e, k{_scratch_args(fn[2], 'cuda')})", f"            k += {tpe}"]
+                    f"            {fn[0]}(s, p, e, k & {NONNEG}{_scratch_args(fn[2], 'cuda')})", f"            k += {tpe}"]
         else:
             target, value, observed, by_block = fn
             out.append(f"    if {cond}:")
             for gi in layout.groups.values():
                 # {b} stays a placeholder for the block loops to fill
                 value_g = value.format(g=gi.name, b="{b}")
-                out += _cuda_elem_loop(gi, tpe, f"s.{target}_{gi.name}[e, ai, i]", value_g, observed, by_block)
+                out += _cuda_elem_loop(gi, tpe, target, value_g, observed, by_block)
         out.append("    cuda.syncthreads()")
     return "\n".join(out)
 

@@ -12,7 +12,9 @@ def observing(s, e, a):
 
     An agent's terminal observation is a real one; after that it observes zeros.
     """
-    return s.alive[e, a] or s.term[e, a]
+    # Both flags read without a branch: callers test it once per element, and branch-free the
+    # compiler reads them once for all of an agent's elements.
+    return (s.alive[e, a] | s.term[e, a]) != 0
 
 
 @kernel_fn

@@ -145,12 +145,12 @@ class PerObs:
     core writes zeros for the others.
 
     With ``by_block=True`` it is ``fn(s, p, e, a, b, j) -> float32`` instead: element ``j`` of
-    the group's `ObsBlock` number ``b``. On a GPU, rows a warp writes (``ROW_MIN`` elements or
-    more) then loop block by block with ``b`` a literal, so the compiler folds every branch on it
-    and no element index is divided into (block, offset). Worth it for blocks of a few tens of
-    elements or more, where that per-element work is most of an element's cost; each block's
-    last pass leaves some of the warp idle. Consecutive blocks of one size share one loop, a lane
-    writing offset ``j`` of each. Elsewhere the core finds ``b`` by comparisons.
+    the group's `ObsBlock` number ``b``, always a literal, so the compiler folds every branch on
+    it. Consecutive blocks of one size form a run: a lane (a loop iteration on the CPU) computes
+    offset ``j`` of every block in the run for one agent before storing any, so what the blocks
+    share for that offset (the agent in a slot, the observer's own state) is read once. On a GPU
+    the lanes take the (agent, offset) pairs of a run in order, leaving none idle at row ends.
+    Worth it whenever blocks hold per-slot values (several features of the same other agents).
 
     With ``zeros_out_of_game=False`` ``fn`` is called for every agent and decides itself what an
     agent out of the game sees (an env reproducing another's observation of its dead agents).

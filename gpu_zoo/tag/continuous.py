@@ -531,18 +531,6 @@ def _slot(s, p, e, a, f, slot):
 
 
 @kernel_fn
-def observe(s, p, e, a, i):
-    """Element i of agent a's feature-major observation."""
-    k = p.num_observed
-    if i == 7 * k:
-        return _time(s, p, e, a)
-    if i > 7 * k:
-        return _own(s, p, e, a, i - 7 * k - 1)
-    f = i // k
-    return _slot(s, p, e, a, f, i - f * k)
-
-
-@kernel_fn
 def observe_block(s, p, e, a, b, j):
     """Element j of block b (`FEATURES`, then time, then own) of agent a's observation."""
     if b == 7:
@@ -552,29 +540,22 @@ def observe_block(s, p, e, a, b, j):
     return _slot(s, p, e, a, b, j)
 
 
-# From this many observed agents the observation is written block by block (`PerObs.by_block`):
-# each feature's block a loop of its own, the feature a constant in it. Shorter blocks leave too
-# many of a warp's lanes idle at each block's end.
-BLOCK_LOOPS_MIN = 32
-
-
 def _observation(p: TagParams) -> PerObs:
+    # Block by block: a lane computes slot j of every feature block at once, so what the slot
+    # shares (the other agent's index, its nearest-list entry) is found once for seven values.
     # With full observations an agent out of the game is not all zeros (see `_slot`).
-    out = not p.use_full_observation
-    if p.num_observed >= BLOCK_LOOPS_MIN:
-        return PerObs(observe_block, by_block=True, zeros_out_of_game=out)
-    return PerObs(observe, zeros_out_of_game=out)
+    return PerObs(observe_block, by_block=True, zeros_out_of_game=not p.use_full_observation)
 
 
 def launch(p: TagParams) -> dict:
-    """The GPU launch for block loops, which keep more values live and spill under the usual cap.
+    """The GPU launch of full observations of 32 to 127 others: 512 threads per env.
 
-    At 2000 x 100 with full observations on an H200 (`python -m benchmarks.probe`), 128 threads
-    per env capped at 128 registers (four blocks per multiprocessor) ran 5.5e6 env-steps/s,
-    against 4.6e6 uncapped, 5.1e6 with 256 threads (same cap) and 4.0e6 element by element.
+    Such observations are most of a step, and the lanes a step's other phases leave idle write
+    them. At 2000 x 100 on an H200 (`python -m benchmarks.probe`): 4.7e6 env-steps/s with 128
+    threads per env, 5.8e6 with 256, 6.9e6 with 512.
     """
-    if p.num_observed >= BLOCK_LOOPS_MIN and p.num_agents <= 128:
-        return {"threads_per_env": 128, "max_registers": 128}
+    if p.use_full_observation and 32 <= p.num_observed < 128:
+        return {"threads_per_env": 512}
     return {}
 
 

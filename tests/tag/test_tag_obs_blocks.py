@@ -1,26 +1,40 @@
 """Tag continuous written block by block (`PerObs.by_block`) observes exactly what it does element by element.
 
-The env switches to block loops from `BLOCK_LOOPS_MIN` observed agents; here the threshold is
-moved so both ways run on one configuration. Long rows take the CUDA target's loop per block (a
-warp per row), short ones its flat loop, which finds each element's block by comparisons, as
-the CPU target does for every row.
+Tag's observation is by block; here an element-wise phase that finds each element's block and
+offset itself and asks the same function stands in for it, the reference. The CUDA target's
+by-block loops (a lane per (agent, slot) pair, every feature of the slot computed before any is
+stored) and the CPU target's run loops must both match it, on full observations with the own
+state and on the nearest agents with empty slots.
 """
 
+import pytest
 import torch
 
 import gpu_zoo
 import gpu_zoo.tag.continuous as tag
+from gpu_zoo.core import PerObs, kernel_fn
 from gpu_zoo.core.batched import BatchedEnv
-from gpu_zoo.core.compile import ROW_MIN
 
-# Both as in test_parity (tag_own_state, tag_knn), whose element-wise CPU kernels these reuse.
-LONG_ROWS = dict(num_taggers=1, num_runners=4, max_cycles=4, tagging_distance=0.2, observe_own_state=True)
-SHORT_ROWS = dict(num_taggers=1, num_runners=5, max_cycles=5, tagging_distance=0.2,
-                  use_full_observation=False, num_other_agents_observed=3)
+FULL = dict(num_taggers=1, num_runners=4, max_cycles=4, tagging_distance=0.2, observe_own_state=True)
+NEAREST = dict(num_taggers=1, num_runners=5, max_cycles=5, tagging_distance=0.2,
+               use_full_observation=False, num_other_agents_observed=3)
+
+
+@kernel_fn
+def observe_by_element(s, p, e, a, i):
+    k = p.num_observed
+    if i < 7 * k:
+        f = i // k
+        return tag.observe_block(s, p, e, a, f, i - f * k)
+    if i == 7 * k:
+        return tag.observe_block(s, p, e, a, 7, 0)
+    return tag.observe_block(s, p, e, a, 8, i - 7 * k - 1)
 
 
 def observations(kw: dict, by_block: bool, target: str, device, monkeypatch, steps: int = 4):
-    monkeypatch.setattr(tag, "BLOCK_LOOPS_MIN", 0 if by_block else 10**9)
+    if not by_block:
+        monkeypatch.setattr(tag, "_observation", lambda p: PerObs(
+            observe_by_element, zeros_out_of_game=not p.use_full_observation))
     env = BatchedEnv(gpu_zoo.get_spec("tag_continuous_v0"), 2, device=device, target=target, **kw)
     assert env.layout.spec.phases("observe", env.layout.params)[-1].by_block == by_block
     env.reset(seed=4)
@@ -29,25 +43,22 @@ def observations(kw: dict, by_block: bool, target: str, device, monkeypatch, ste
     for _ in range(steps):
         env.step({g: a.to(device) for g, a in env.sample_actions(gen).items()})
         out.append({g: o.cpu().clone() for g, o in env.obs.items()})
+    monkeypatch.undo()
     return out
 
 
 def assert_same(reference, got, where: str):
+    """Exact on the CPU; within float rounding on CUDA (its compiler contracts multiply-adds)."""
     assert any(o["runner"].abs().sum() > 0 for o in reference)
+    tol = dict(rtol=0, atol=0) if where == "cpu" else dict(rtol=1e-5, atol=2e-5)
     for t, (ref, obs) in enumerate(zip(reference, got, strict=True)):
         for g in ref:
-            torch.testing.assert_close(obs[g], ref[g], rtol=1e-5, atol=2e-5,
+            torch.testing.assert_close(obs[g], ref[g], **tol,
                                        msg=lambda m, g=g, t=t: f"{where}, step {t}, {g}: {m}")
 
 
-def test_long_rows_by_block_on_both_targets(cuda_device, monkeypatch):
-    env = gpu_zoo.make("tag_continuous_v0", num_envs=1, device="cpu", validate=False, **LONG_ROWS)
-    assert env.single_observation_space("runner").shape[0] >= ROW_MIN
-    reference = observations(LONG_ROWS, False, "cpu", "cpu", monkeypatch)
-    assert_same(reference, observations(LONG_ROWS, True, "cpu", "cpu", monkeypatch), "cpu")
-    assert_same(reference, observations(LONG_ROWS, True, "cuda", cuda_device, monkeypatch), "cuda")
-
-
-def test_short_rows_by_block_on_cuda(cuda_device, monkeypatch):
-    reference = observations(SHORT_ROWS, False, "cpu", "cpu", monkeypatch)
-    assert_same(reference, observations(SHORT_ROWS, True, "cuda", cuda_device, monkeypatch), "cuda")
+@pytest.mark.parametrize("kw", [FULL, NEAREST], ids=["full", "nearest"])
+def test_by_block_matches_element_wise_on_both_targets(kw, cuda_device, monkeypatch):
+    reference = observations(kw, False, "cpu", "cpu", monkeypatch)
+    assert_same(reference, observations(kw, True, "cpu", "cpu", monkeypatch), "cpu")
+    assert_same(reference, observations(kw, True, "cuda", cuda_device, monkeypatch), "cuda")

@@ -442,12 +442,14 @@ def _cuda_body(name: str, stages: _Stages, layout: Layout, shape: LaunchShape, s
         cond = {"": "ok", "done": "ok and s.done[e]", "restart": "ok and s.done[e] and s.autoreset[e]"}[guard]
         if kind == "agent":
             out += [f"    if {cond}:", "        al = lane", f"        while al < {A}:",
-                    f"            {fn[0]}(s, p, e, al & {NONNEG}{_scratch_args(fn[1], 'cuda')})", f"            al += {tpe}"]
+                    f"            {fn[0]}(s, p, e, al & {NONNEG}{_scratch_args(fn[1], 'cuda')})",
+                    f"            al += {tpe}"]
         elif kind == "env":
             out += [f"    if {cond} and lane == 0:", f"        {fn}(s, p, e)"]
         elif kind == "item":
             out += [f"    if {cond}:", "        k = lane", f"        while k < {fn[1]}:",
-                    f"            {fn[0]}(s, p, e, k & {NONNEG}{_scratch_args(fn[2], 'cuda')})", f"            k += {tpe}"]
+                    f"            {fn[0]}(s, p, e, k & {NONNEG}{_scratch_args(fn[2], 'cuda')})",
+                    f"            k += {tpe}"]
         else:
             target, value, observed, by_block = fn
             out.append(f"    if {cond}:")

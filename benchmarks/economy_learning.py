@@ -98,13 +98,19 @@ def ppo_args(regime: str, env_steps: int, out: Path, num_envs: int, device: str 
 
 @torch.no_grad()
 def final_economy(env, policies, seed: int) -> dict[str, np.ndarray]:
-    """One episode in each env (auto-reset off); productivity, equality and welfare at its end."""
+    """One episode in each env (auto-reset off); productivity, equality and welfare at its end.
+
+    Also ``tax_rates``, each env's marginal rate per bracket averaged over the episode's steps:
+    what the planner chose, which the welfare figures alone do not tell.
+    """
     from trainers.ppo import policy_actions
 
     generator = torch.Generator(device=env.device).manual_seed(seed)
     env.reset(seed=seed)
+    rates = torch.zeros_like(env.state.tax_rate, dtype=torch.float64)
     for _ in range(env.params.max_cycles):
         env.step(policy_actions(env, policies, generator))
+        rates += env.state.tax_rate
     if not bool(env.state.done.all()):
         raise RuntimeError("episodes did not end at max_cycles")
     workers = env.layout.groups["worker"]
@@ -112,8 +118,8 @@ def final_economy(env, policies, seed: int) -> dict[str, np.ndarray]:
     productivity = coin.mean(1)
     welfare = env.state.util[:, env.layout.groups["planner"].lo].double()  # the env's own welfare figure
     equality = torch.where(productivity > 0, welfare / productivity.clamp_min(1e-12), torch.ones_like(welfare))
-    return {k: v.cpu().numpy() for k, v in
-            {"productivity": productivity, "equality": equality, "welfare": welfare}.items()}
+    return {k: v.cpu().numpy() for k, v in {"productivity": productivity, "equality": equality, "welfare": welfare,
+                                           "tax_rates": rates / env.params.max_cycles}.items()}
 
 
 def eval_kwargs(regime: str, anneal_episodes: float, episodes_done: float) -> tuple[dict, float]:
@@ -187,9 +193,11 @@ def train_one(regime: str, env_steps: int, out: Path, num_envs: int, eval_episod
                        validate=False, **kwargs)
     trained = final_economy(env, trainer.policies.eval(), seed=12345)
     record.update({"eval_env_kwargs": kwargs, "max_rate_in_eval": limit, "anneal_episodes": anneal_episodes,
+                   "tax_rates": trained.pop("tax_rates").mean(0).round(4).tolist(),
                    **{k: _stats(v) for k, v in trained.items()}})
     if regime == "free_market":
         floor = final_economy(env, {}, seed=12345)
+        floor.pop("tax_rates")
         record["random_workers"] = {k: _stats(v) for k, v in floor.items()}
     (out / regime / "result.json").write_text(json.dumps(record, indent=1))
     print(json.dumps({k: record[k] for k in ("regime", "productivity", "equality", "welfare")}), flush=True)
@@ -287,6 +295,11 @@ def report(out: Path, docs: Path = DOCS):
                  "by the end of training, the limit it was evaluated under.")
     if planner_note(planner):
         meta += f" The planner trained with its own PPO settings: {planner_note(planner)}."
+    taxed = {r: rec["tax_rates"] for r, rec in results.items() if any(rec.get("tax_rates", []))}
+    if taxed:
+        meta += (" Marginal rates in the evaluation episodes, averaged over their steps, brackets from the lowest: "
+                 + "; ".join(f"{r.replace('_', ' ')} " + " / ".join(f"{100 * x:.0f}" for x in rates) + "%"
+                             for r, rates in taxed.items()) + ".")
     others = {d.name: json.loads((d / "result.json").read_text())
               for d in sorted((out / "runs").glob("*")) if (d / "result.json").exists()}
     if others:

@@ -1,11 +1,17 @@
-"""The economy learning study's tax annealing: its schedule, and the limit a planner is evaluated under."""
+"""The economy learning study's annealing, evaluation limit and evaluation report.
+
+Its tax annealing schedule, the limit a planner is evaluated under, and what an evaluation
+episode reports.
+"""
 
 from types import SimpleNamespace
 
 import numpy as np
 import pytest
+import torch
 
-from benchmarks.economy_learning import REGIMES, anneal_schedule, eval_kwargs, regime_kwargs
+import gpu_zoo
+from benchmarks.economy_learning import REGIMES, anneal_schedule, eval_kwargs, final_economy, regime_kwargs
 from gpu_zoo.economy.gather_trade_build import EconomyParams, constants, rate_limit
 
 
@@ -32,3 +38,21 @@ def test_an_annealed_planner_is_evaluated_under_the_limit_its_training_reached()
     assert limit == 1.0 and "tax_annealing_schedule" not in kwargs
     assert eval_kwargs("us_federal", 30, episodes_done=3) == (REGIMES["us_federal"][0], 1.0)
     assert eval_kwargs("ai_planner", 0.0, episodes_done=3) == (REGIMES["ai_planner"][0], 1.0)
+
+
+@pytest.mark.parametrize("regime", ["free_market", "us_federal", "ai_planner"])
+def test_an_evaluation_episode_reports_the_rates_in_force(regime):
+    env = gpu_zoo.make("gather_trade_build_v0", num_envs=2, device="cpu", autoreset=False, max_cycles=12,
+                       tax_period=5, **regime_kwargs(regime))
+    out = final_economy(env, {}, seed=3)  # random workers, and a random planner
+    assert out["tax_rates"].shape == (2, 7) and set(out) == {"productivity", "equality", "welfare", "tax_rates"}
+    if regime == "free_market":
+        assert not out["tax_rates"].any()
+    elif regime == "us_federal":
+        np.testing.assert_allclose(out["tax_rates"], env.state.us_rates.numpy())  # in force from the first step
+    else:
+        # rates set on steps 1, 6 and 11 of 12, each a multiple of 5%: the average weighs them by 5, 5 and 2 steps
+        assert 0 < out["tax_rates"].max() <= 1
+        twentieths = out["tax_rates"] * 12 * 20
+        np.testing.assert_allclose(twentieths, np.round(twentieths), atol=1e-9)
+    assert torch.isfinite(torch.as_tensor(out["welfare"])).all()

@@ -29,6 +29,16 @@ def test_gae_termination_cuts_the_chain_and_the_bootstrap():
     assert adv == pytest.approx([0.572, -0.4, 2.51])
 
 
+def test_gae_runs_through_steps_without_a_choice_at_lambda_one():
+    t = lambda x: torch.tensor(x).unsqueeze(-1)  # noqa: E731
+    args = (t(R), t(V), t(NV), t([0.0, 0.0, 0.0]), t([0.0, 0.0, 1.0]))
+    adv, _ = compute_gae(*args, gamma=0.9, lam=0.8, choice=t([True, False, True]))
+    # step 1 was forced: step 0's advantage takes its TD error whole (0.86 + 0.9 * 1.6772)
+    assert adv.squeeze(-1).tolist() == pytest.approx([2.36948, 1.6772, 2.51])
+    every, _ = compute_gae(*args, gamma=0.9, lam=0.8, choice=t([True, True, True]))
+    assert every.squeeze(-1).tolist() == pytest.approx([2.067584, 1.6772, 2.51])  # the usual GAE
+
+
 def test_ppo_loss_by_hand():
     adv = torch.tensor([1.0, -2.0, 5.0])
     logp = torch.zeros(3)
@@ -118,7 +128,7 @@ def test_group_settings_train_each_group_with_its_own(tmp_path, monkeypatch):
     seen, lambdas = [], []
     real_loss, real_gae = ppo.ppo_loss, ppo.compute_gae
     monkeypatch.setattr(ppo, "ppo_loss", lambda *a: seen.append(a[-1]) or real_loss(*a))
-    monkeypatch.setattr(ppo, "compute_gae", lambda *a: lambdas.append(a[-1]) or real_gae(*a))
+    monkeypatch.setattr(ppo, "compute_gae", lambda *a, **k: lambdas.append(a[-1]) or real_gae(*a, **k))
     trainer.rollout()
     trainer.iteration = args.iterations // 2
     trainer.update()

@@ -96,3 +96,24 @@ def test_equal_heads_batched_match_independent_heads():
     counts = torch.bincount(action[:, 1], minlength=4).float() / 3000
     expected = torch.stack([h.probs for h in heads])[1].mean(0)
     assert torch.allclose(counts, expected, atol=0.03)  # sampled from each head's own distribution
+
+
+def test_steps_a_mask_forces_are_no_decisions_for_gae(tmp_path, monkeypatch):
+    from trainers import ppo
+
+    env = gpu_zoo.make("tag_gridworld_v0", num_envs=4, device="cpu", validate=False, **GRID_SMALL)
+    mask = torch.ones(4, GRID_SMALL["num_taggers"], 5, dtype=torch.bool)
+    mask[:2, :, 1:] = False  # envs 0 and 1: the taggers' one action is 0
+    env.action_masks["tagger"] = mask
+    seen = []
+    real = ppo.compute_gae
+    monkeypatch.setattr(ppo, "compute_gae", lambda *a, choice=None: seen.append(choice) or real(*a, choice=choice))
+    for skip in (True, False):
+        args = Args(env_id="tag_gridworld_v0", env_kwargs=GRID_SMALL, num_envs=4, num_steps=4, device="cpu",
+                    out=str(tmp_path), train_groups="tagger", gae_skip_forced=skip)
+        trainer = Trainer(args, env=env)
+        trainer.rollout()
+        trainer.update()
+    choice, unused = seen
+    assert choice.shape == trainer.buf["tagger"]["rew"].shape and unused is None
+    assert not choice[:, :2].any() and choice[:, 2:].all()

@@ -34,6 +34,9 @@ class Args:
     """discount"""
     gae_lambda: float = 0.95
     """GAE lambda"""
+    gae_skip_forced: bool = True
+    """a step whose action mask left an agent one action (per head) is no decision: GAE runs through it with
+    lambda 1, so a group that acts once per period (the economy's planner) is credited with its period"""
     num_minibatches: int = 4
     """minibatches per epoch"""
     update_epochs: int = 4

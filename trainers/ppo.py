@@ -34,18 +34,26 @@ LOSS_STATS = ("pg", "vf", "entropy", "approx_kl", "clipfrac")
 
 
 # --------------------------------------------------------------------- pure parts
-def compute_gae(rewards, values, next_values, terminated, ended, gamma: float, lam: float):
+def compute_gae(rewards, values, next_values, terminated, ended, gamma: float, lam: float, choice=None):
     """Advantages and returns over a rollout; every tensor is (T, ...).
 
     ``next_values[t]`` is the value of the state after step t (of the final observation when the
     episode ended there). ``terminated[t]`` zeroes that bootstrap; ``ended[t]`` (terminated or
     truncated) cuts the advantage chain.
+
+    ``choice[t]`` (bools, optional) says whether the agent had a choice at step t. A step without
+    one is no decision: the chain runs through it with lambda 1, so an agent that acts once per
+    period (the economy's planner) is credited with its whole period's rewards, bootstrapped from
+    its value only at its next decision, as in a semi-Markov decision process. With every step a
+    choice this is the usual GAE.
     """
     adv = torch.zeros_like(rewards)
     last = torch.zeros_like(rewards[0])
     for t in range(rewards.shape[0] - 1, -1, -1):
         delta = rewards[t] + gamma * next_values[t] * (1.0 - terminated[t]) - values[t]
-        last = delta + gamma * lam * (1.0 - ended[t]) * last
+        # ``last`` is step t+1's advantage (zero past the rollout): its lambda is that step's
+        step_lam = lam if choice is None or t + 1 == rewards.shape[0] else torch.where(choice[t + 1], lam, 1.0)
+        last = delta + gamma * step_lam * (1.0 - ended[t]) * last
         adv[t] = last
     return adv, adv + values
 
@@ -234,7 +242,10 @@ class Trainer:
         for gi, (g, pol) in enumerate(self.policies.items()):
             a = self.args.for_group(g)
             b = self.buf[g]
-            adv, ret = compute_gae(b["rew"], b["value"], b["next_value"], b["term"], b["ended"], a.gamma, a.gae_lambda)
+            # A step whose mask left one action per head was no decision (`compute_gae`)
+            choice = b["action_mask"].sum(-1) > len(pol.splits) if a.gae_skip_forced and "action_mask" in b else None
+            adv, ret = compute_gae(b["rew"], b["value"], b["next_value"], b["term"], b["ended"], a.gamma, a.gae_lambda,
+                                   choice=choice)
             flat = {k: v.reshape(-1, *v.shape[3:]) for k, v in b.items()}
             adv, ret, m = adv.reshape(-1), ret.reshape(-1), flat["mask"]
             mean = (adv * m).sum() / m.sum().clamp_min(1)

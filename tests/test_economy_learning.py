@@ -56,3 +56,11 @@ def test_an_evaluation_episode_reports_the_rates_in_force(regime):
         twentieths = out["tax_rates"] * 12 * 20
         np.testing.assert_allclose(twentieths, np.round(twentieths), atol=1e-9)
     assert torch.isfinite(torch.as_tensor(out["welfare"])).all()
+
+
+def test_the_planner_credit_check_refuses_a_missing_workers_file(tmp_path, capsys):
+    from benchmarks.planner_credit import main
+
+    with pytest.raises(SystemExit):
+        main(["--init-from", str(tmp_path / "missing.pt")])
+    assert "missing.pt: no such file" in capsys.readouterr().err

@@ -148,17 +148,10 @@ def checkpoint_summary(path: str) -> dict:
             "env_kwargs": saved["args"]["env_kwargs"], "train_groups": saved["args"]["train_groups"]}
 
 
-def train_one(regime: str, env_steps: int, out: Path, num_envs: int, eval_episodes: int, device: str | None,
-              max_seconds: float = 0.0, command: str = "", init_from: str = "", anneal_episodes: float = 0.0,
-              run_with: tuple[str, ...] = (), planner_settings: dict | None = None):
-    """Child process: trains one regime, evaluates it, writes ``out/regime/result.json``.
-
-    The ``pretrain`` regime only trains, and writes its workers' policies to ``out/pretrain/workers.pt``.
-    """
-    import gpu_zoo
+def train_for(args, max_seconds: float = 0.0):
+    """``trainers.loop.train`` stopped after ``max_seconds`` (0: its budget); (trainer, seconds)."""
     from trainers.loop import train
 
-    args = ppo_args(regime, env_steps, out, num_envs, device, init_from, anneal_episodes, planner_settings)
     t0 = time.perf_counter()
     seen = {}
 
@@ -173,7 +166,20 @@ def train_one(regime: str, env_steps: int, out: Path, num_envs: int, eval_episod
         if "trainer" not in seen:
             raise
         trainer = seen["trainer"]
-    seconds = time.perf_counter() - t0
+    return trainer, time.perf_counter() - t0
+
+
+def train_one(regime: str, env_steps: int, out: Path, num_envs: int, eval_episodes: int, device: str | None,
+              max_seconds: float = 0.0, command: str = "", init_from: str = "", anneal_episodes: float = 0.0,
+              run_with: tuple[str, ...] = (), planner_settings: dict | None = None):
+    """Child process: trains one regime, evaluates it, writes ``out/regime/result.json``.
+
+    The ``pretrain`` regime only trains, and writes its workers' policies to ``out/pretrain/workers.pt``.
+    """
+    import gpu_zoo
+
+    args = ppo_args(regime, env_steps, out, num_envs, device, init_from, anneal_episodes, planner_settings)
+    trainer, seconds = train_for(args, max_seconds)
     record = {"regime": regime, "env_kwargs": args.env_kwargs, "trained_groups": args.train_groups,
               "init_from": checkpoint_summary(init_from) if init_from else None,
               "command": command, "run_with": run_with, "device_name": torch.cuda.get_device_name(trainer.device)
@@ -193,18 +199,20 @@ def train_one(regime: str, env_steps: int, out: Path, num_envs: int, eval_episod
                        validate=False, **kwargs)
     trained = final_economy(env, trainer.policies.eval(), seed=12345)
     record.update({"eval_env_kwargs": kwargs, "max_rate_in_eval": limit, "anneal_episodes": anneal_episodes,
-                   "tax_rates": trained.pop("tax_rates").mean(0).round(4).tolist(),
-                   **{k: _stats(v) for k, v in trained.items()}})
+                   "tax_rates": trained["tax_rates"].mean(0).round(4).tolist(), **_figures(trained)})
     if regime == "free_market":
-        floor = final_economy(env, {}, seed=12345)
-        floor.pop("tax_rates")
-        record["random_workers"] = {k: _stats(v) for k, v in floor.items()}
+        record["random_workers"] = _figures(final_economy(env, {}, seed=12345))
     (out / regime / "result.json").write_text(json.dumps(record, indent=1))
     print(json.dumps({k: record[k] for k in ("regime", "productivity", "equality", "welfare")}), flush=True)
 
 
 def _stats(x: np.ndarray) -> dict:
     return {"mean": float(np.mean(x)), "std": float(np.std(x)), "n": int(len(x))}
+
+
+def _figures(economy: dict[str, np.ndarray]) -> dict:
+    """Mean, spread and count of each per-episode figure of `final_economy` (not its rates)."""
+    return {k: _stats(economy[k]) for k in ("productivity", "equality", "welfare")}
 
 
 def planner_note(rec: dict) -> str:

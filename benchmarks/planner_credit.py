@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import time
 from pathlib import Path
 
 
@@ -34,28 +33,15 @@ def main(argv=None):
         ap.error(f"--init-from {args.init_from}: no such file")
 
     import gpu_zoo
-    from benchmarks.economy_learning import final_economy, regime_kwargs
+    from benchmarks.economy_learning import final_economy, regime_kwargs, train_for
     from trainers.config import preset, with_overrides
-    from trainers.loop import train
 
     ppo = with_overrides(preset("gather_trade_build_v0"), env_kwargs=regime_kwargs("ai_planner"),
                          train_groups="worker,planner", total_env_steps=10**12, num_envs=args.num_envs,
                          out=args.out, device=args.device, init_from=args.init_from,
                          group_settings={"worker": {"learning_rate": 0.0}}, gae_skip_forced=args.gae_skip_forced,
                          eval_episodes=0, gif=False, checkpoint_every=10**6, torch_threads=0)
-    t0, seen = time.perf_counter(), {}
-
-    def until_deadline(trainer):
-        seen["trainer"] = trainer
-        if time.perf_counter() - t0 > args.minutes * 60:
-            raise KeyboardInterrupt  # train() checkpoints and re-raises
-
-    try:
-        trainer = train(ppo, callback=until_deadline)
-    except KeyboardInterrupt:
-        if "trainer" not in seen:
-            raise
-        trainer = seen["trainer"]
+    trainer, _ = train_for(ppo, args.minutes * 60)
     env = gpu_zoo.make("gather_trade_build_v0", num_envs=args.eval_episodes, device=trainer.device,
                        autoreset=False, validate=False, **regime_kwargs("ai_planner"))
     result = final_economy(env, trainer.policies.eval(), seed=12345)

@@ -49,10 +49,11 @@ def compute_gae(rewards, values, next_values, terminated, ended, gamma: float, l
     """
     adv = torch.zeros_like(rewards)
     last = torch.zeros_like(rewards[0])
+    lams = None if choice is None else torch.where(choice, lam, 1.0)
     for t in range(rewards.shape[0] - 1, -1, -1):
         delta = rewards[t] + gamma * next_values[t] * (1.0 - terminated[t]) - values[t]
         # ``last`` is step t+1's advantage (zero past the rollout): its lambda is that step's
-        step_lam = lam if choice is None or t + 1 == rewards.shape[0] else torch.where(choice[t + 1], lam, 1.0)
+        step_lam = lam if lams is None or t + 1 == rewards.shape[0] else lams[t + 1]
         last = delta + gamma * step_lam * (1.0 - ended[t]) * last
         adv[t] = last
     return adv, adv + values

@@ -243,11 +243,6 @@ def _blocks(gi) -> list[tuple[int, int, int]]:
     return out
 
 
-# False gives each block its own pass again: the switch for timing one against the other (each
-# setting generates other source, hence other cached kernels).
-FUSE_EQUAL_BLOCKS = True
-
-
 def _block_runs(gi) -> list[list[tuple[int, int, int]]]:
     """A group's blocks in runs that one loop writes: consecutive blocks of one size share a pass.
 
@@ -257,7 +252,7 @@ def _block_runs(gi) -> list[list[tuple[int, int, int]]]:
     """
     runs: list[list[tuple[int, int, int]]] = []
     for blk in _blocks(gi):
-        if FUSE_EQUAL_BLOCKS and runs and runs[-1][-1][2] == blk[2]:
+        if runs and runs[-1][-1][2] == blk[2]:
             runs[-1].append(blk)
         else:
             runs.append([blk])

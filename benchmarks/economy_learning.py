@@ -217,11 +217,17 @@ def _figures(economy: dict[str, np.ndarray]) -> dict:
 
 def planner_note(rec: dict) -> str:
     """The planner's own PPO settings in a record, in words ("" when it trained with the workers')."""
-    own = rec.get("ppo", {}).get("group_settings", {}).get("planner", {})
+    ppo = rec.get("ppo", {})
+    own = ppo.get("group_settings", {}).get("planner", {})
     names = {"learning_rate": "learning rate", "ent_coef": "entropy weight", "hidden": "hidden width",
              "gae_lambda": "GAE lambda", "gamma": "discount", "clip_coef": "clip range", "vf_coef": "value weight",
              "max_grad_norm": "gradient clip"}
-    return ", ".join(f"{names.get(k, k)} {v:g}" for k, v in own.items())
+    words = [f"{names.get(k, k)} {v:g}" for k, v in own.items()]
+    # Records from before Args.gae_skip_forced existed ran the usual GAE through the forced steps.
+    lam = own.get("gae_lambda", ppo.get("gae_lambda"))
+    if rec.get("regime") == "ai_planner" and not ppo.get("gae_skip_forced") and lam != 1.0:
+        words.append("the usual GAE through its forced steps (no gae_skip_forced)")
+    return ", ".join(words)
 
 
 def report(out: Path, docs: Path = DOCS):
@@ -280,6 +286,9 @@ def report(out: Path, docs: Path = DOCS):
         if rec.get("init_from"):
             trained += " (from the pretrained workers)"
         lines.append(row(regime.replace("_", " "), trained, rec))
+    def annealed(rec):  # only a planner's rates are annealed
+        return rec["regime"] == "ai_planner" and rec.get("anneal_episodes")
+
     def company(regime, rec):
         others = [r.replace("_", " ") for r in rec.get("run_with", []) if r != regime]
         return f" alongside {' and '.join(others)}" if others else (" alone" if rec.get("run_with") else "")
@@ -315,10 +324,10 @@ def report(out: Path, docs: Path = DOCS):
                  + "| run | training | productivity (coin) | equality | social welfare |\n"
                  + "| --- | --- | --- | --- | --- |\n"
                  + "\n".join(row(f"{rec['regime'].replace('_', ' ')}" + (f", rates annealed over "
-                                  f"{rec['anneal_episodes']:g} episodes" if rec.get("anneal_episodes") else ""),
+                                  f"{rec['anneal_episodes']:g} episodes" if annealed(rec) else ""),
                                   f"{rec['env_steps'] / 1e6:.1f}M env-steps{company(rec['regime'], rec)}"
                                   + (f", rate limit reached {100 * rec['max_rate_in_eval']:.0f}%"
-                                     if rec.get("anneal_episodes") else "")
+                                     if annealed(rec) else "")
                                   + (f"; planner: {planner_note(rec)}" if planner_note(rec) else ""), rec)
                              for name, rec in others.items()))
     phase1_record = phase1 / "result.json" if phase1 else None

@@ -11,7 +11,14 @@ import pytest
 import torch
 
 import gpu_zoo
-from benchmarks.economy_learning import REGIMES, anneal_schedule, eval_kwargs, final_economy, regime_kwargs
+from benchmarks.economy_learning import (
+    REGIMES,
+    anneal_schedule,
+    eval_kwargs,
+    final_economy,
+    planner_note,
+    regime_kwargs,
+)
 from gpu_zoo.economy.gather_trade_build import EconomyParams, constants, rate_limit
 
 
@@ -64,3 +71,15 @@ def test_the_planner_credit_check_refuses_a_missing_workers_file(tmp_path, capsy
     with pytest.raises(SystemExit):
         main(["--init-from", str(tmp_path / "missing.pt")])
     assert "missing.pt: no such file" in capsys.readouterr().err
+
+
+def test_a_record_says_how_its_planner_was_credited():
+    """Records from before GAE ran through the forced steps say so; lambda 1 needs no word."""
+    current = {"regime": "ai_planner", "ppo": {"gae_lambda": 0.95, "gae_skip_forced": True, "group_settings": {}}}
+    older = {"regime": "ai_planner", "ppo": {"gae_lambda": 0.95, "group_settings": {}}}
+    lambda_one = {"regime": "ai_planner",
+                  "ppo": {"gae_lambda": 0.95, "group_settings": {"planner": {"gae_lambda": 1.0}}}}
+    fixed = {"regime": "free_market", "ppo": {"gae_lambda": 0.95, "group_settings": {}}}
+    assert planner_note(current) == "" and planner_note(fixed) == ""
+    assert "usual GAE" in planner_note(older)
+    assert planner_note(lambda_one) == "GAE lambda 1"

@@ -85,10 +85,12 @@ def regime_kwargs(regime: str, anneal_episodes: float = 0.0) -> dict:
 
 
 def ppo_args(regime: str, env_steps: int, out: Path, num_envs: int, device: str | None, init_from: str = "",
-             anneal_episodes: float = 0.0, planner_settings: dict | None = None):
+             anneal_episodes: float = 0.0, planner_settings: dict | None = None, env_kw: dict | None = None):
+    """The run's trainer settings; ``env_kw`` are env arguments of every regime (the regime's own win)."""
     from trainers.config import preset, with_overrides
 
-    kwargs, groups = regime_kwargs(regime, anneal_episodes), REGIMES.get(regime, (None, "worker"))[1]
+    kwargs = {**(env_kw or {}), **regime_kwargs(regime, anneal_episodes)}
+    groups = REGIMES.get(regime, (None, "worker"))[1]
     per_group = {"planner": planner_settings} if "planner" in groups.split(",") and planner_settings else {}
     return with_overrides(preset("gather_trade_build_v0"), env_kwargs=kwargs, train_groups=groups,
                           total_env_steps=env_steps, num_envs=num_envs, out=str(out / regime), device=device,
@@ -171,14 +173,14 @@ def train_for(args, max_seconds: float = 0.0):
 
 def train_one(regime: str, env_steps: int, out: Path, num_envs: int, eval_episodes: int, device: str | None,
               max_seconds: float = 0.0, command: str = "", init_from: str = "", anneal_episodes: float = 0.0,
-              run_with: tuple[str, ...] = (), planner_settings: dict | None = None):
+              run_with: tuple[str, ...] = (), planner_settings: dict | None = None, env_kw: dict | None = None):
     """Child process: trains one regime, evaluates it, writes ``out/regime/result.json``.
 
     The ``pretrain`` regime only trains, and writes its workers' policies to ``out/pretrain/workers.pt``.
     """
     import gpu_zoo
 
-    args = ppo_args(regime, env_steps, out, num_envs, device, init_from, anneal_episodes, planner_settings)
+    args = ppo_args(regime, env_steps, out, num_envs, device, init_from, anneal_episodes, planner_settings, env_kw)
     trainer, seconds = train_for(args, max_seconds)
     record = {"regime": regime, "env_kwargs": args.env_kwargs, "trained_groups": args.train_groups,
               "init_from": checkpoint_summary(init_from) if init_from else None,
@@ -195,6 +197,7 @@ def train_one(regime: str, env_steps: int, out: Path, num_envs: int, eval_episod
         return
     episodes_done = float(trainer.env.state.ep_count.double().mean())
     kwargs, limit = eval_kwargs(regime, anneal_episodes, episodes_done)
+    kwargs = {**(env_kw or {}), **kwargs}
     env = gpu_zoo.make("gather_trade_build_v0", num_envs=eval_episodes, device=trainer.device, autoreset=False,
                        validate=False, **kwargs)
     trained = final_economy(env, trainer.policies.eval(), seed=12345)
@@ -304,6 +307,9 @@ def report(out: Path, docs: Path = DOCS):
         intro = f"Each regime trained from scratch {where}: "
     meta = (f"{intro}{steps} ({first['ppo']['num_envs']} envs, seed {first['ppo']['seed']}); then "
             f"{first['eval_episodes']} evaluation episodes each, the same seeds for all.")
+    shared = {k: v for k, v in first["env_kwargs"].items() if k not in regime_kwargs(first["regime"], 1.0)}
+    if shared:
+        meta += " Env arguments of every regime: " + ", ".join(f"`{k}={v!r}`" for k, v in shared.items()) + "."
     planner = results.get("ai_planner", {})
     if planner.get("anneal_episodes"):
         meta += (f" The planner's highest allowed rate was annealed from 10% to 100% over "
@@ -366,6 +372,9 @@ def main(argv=None):
     ap.add_argument("--planner-settings", type=json.loads, default={}, metavar="JSON",
                     help="the planner's own PPO settings (Args.group_settings; default: the workers'), e.g. the AI "
                          f"Economist's {json.dumps(AI_ECONOMIST_PLANNER)}")
+    ap.add_argument("--env-kw", type=json.loads, default={}, metavar="JSON",
+                    help='env arguments of every regime and phase, e.g. the AI Economist\'s training configuration '
+                         '{"fixed_four_skill_and_loc": true}')
     ap.add_argument("--report", metavar="OUT", default=None, help="only write the table and plot from OUT")
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--command", default="", help=argparse.SUPPRESS)
@@ -379,7 +388,8 @@ def main(argv=None):
         anneal = args.anneal_episodes if args.init_from else 0.0
         run_with = tuple(r for r in args.run_with.split(",") if r)
         train_one(args.child, args.env_steps, out, args.num_envs, args.eval_episodes, args.device,
-                  args.max_minutes * 60, args.command, args.init_from, anneal, run_with, args.planner_settings)
+                  args.max_minutes * 60, args.command, args.init_from, anneal, run_with, args.planner_settings,
+                  args.env_kw)
         return
     if sum(map(bool, (args.two_phase, args.pretrain_only, args.init_from))) > 1:
         ap.error("--two-phase, --pretrain-only and --init-from are alternatives")
@@ -392,6 +402,7 @@ def main(argv=None):
     base = [sys.executable, "-m", "benchmarks.economy_learning", "--env-steps", str(args.env_steps),
             "--num-envs", str(args.num_envs), "--eval-episodes", str(args.eval_episodes), "--out", str(out),
             "--anneal-episodes", str(args.anneal_episodes), "--planner-settings", json.dumps(args.planner_settings),
+            "--env-kw", json.dumps(args.env_kw),
             "--command", f"python -m benchmarks.economy_learning {given}"]
     base += ["--device", args.device] if args.device else []
 

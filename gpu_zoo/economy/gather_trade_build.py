@@ -41,6 +41,16 @@ build_payment`` with ``x ~ Pareto-II(4)`` and ``pmsm = payment_max_skill_multipl
 probability ``min(2, y) / 2`` with ``y ~ Pareto-II(3)``. Workers start on random free tiles with
 ``starting_agent_coin`` coin.
 
+``fixed_four_skill_and_loc=True`` (Pareto skills and a map from a file: the AI Economist's
+training configuration) fixes instead the build payments and the starting tiles, and deals them
+to the workers in a random order per episode. The i-th smallest payment is the expected i-th
+smallest of ``num_workers`` draws, ``build_payment x (1 + (pmsm - 1) k_i)`` (with 4 workers ``k =
+(0.0667, 0.1635, 0.3235, 0.6130)``: 11.3, 13.3, 16.5 and 22.3 coin by default). Ranked by
+payment, the workers fall into four groups (rank ``i`` in group ``floor(4 i / num_workers)``), the
+poorest starting in the top-right corner, then bottom left, top left and bottom right, a group's
+j-th member ``j // 4`` rows and ``j % 4`` columns in from its corner (`fixed_starts`). The gather
+bonus and the raw build skill observed are still drawn per worker.
+
 ## Rewards
 A worker gets the change of its utility ``((coin)^(1-eta) - 1) / (1 - eta) - energy_cost x w x
 labor`` (coin in hand and in escrow, cumulative labor; ``log(max(1, coin))`` at ``eta = 1``; ``w = 1
@@ -100,19 +110,22 @@ last income / ``tax_period``, last marginal rate, coin, stone and wood in hand x
 
 ## Differences from the AI Economist
 Random numbers come from the seed through gpu_zoo's counter-based generator, so a given seed
-gives other draws than the AI Economist's NumPy ones (same distributions). ``fixed_four_skill_and_loc``
-and the ``auto`` energy warm-up are not offered. The Gini uses the exact pairwise formula for every
-number of workers (the AI Economist switches to an approximation from 30). Tax annealing and the
-energy warm-up count the episodes finished in each env since ``reset(seed)``. The AI Economist's
-``world-idx_map`` (agent indices as values) becomes the own-house, other-house and other-worker
-channels.
+gives other draws than the AI Economist's NumPy ones (same distributions). The ``auto`` energy
+warm-up is not offered. ``fixed_four_skill_and_loc``'s payments are the exact expectations, where
+the AI Economist averages 100,000 samples when it builds the env (within 0.1% of them); its last
+corner is ``(height - 1, width - 1)`` where it writes ``(width - 1, width - 1)`` (the same on a
+square map). The Gini uses the exact pairwise formula for every number of workers (the AI
+Economist switches to an approximation from 30). Tax annealing and the energy warm-up count the
+episodes finished in each env since ``reset(seed)``. The AI Economist's ``world-idx_map`` (agent
+indices as values) becomes the own-house, other-house and other-worker channels.
 
 ## Version history
-- v0: initial release.
+- v0: initial release; ``fixed_four_skill_and_loc`` added (off by default: skills stay drawn per episode).
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -141,12 +154,42 @@ _F64_ZERO = np.float64(0.0)
 _F64_ONE = np.float64(1.0)
 
 # Indices of the random draws within one (env, agent, step): distinct purposes never share one.
-_D_BUILD_SKILL, _D_GATHER_SKILL, _D_MOVE_ORDER, _D_BONUS, _D_TILE, _D_PLACE = 0, 1, 2, 3, 4, 10
+# Draw _D_FIXED_ORDER + i of the planner (which draws nothing else at a reset) deals fixed skill i.
+_D_BUILD_SKILL, _D_GATHER_SKILL, _D_MOVE_ORDER, _D_BONUS, _D_TILE, _D_PLACE, _D_FIXED_ORDER = 0, 1, 2, 3, 4, 10, 420
+
+
+@functools.cache
+def ranked_skill_offsets(n: int = 4) -> tuple[float, ...]:
+    """``k_i``: the i-th smallest of n skills ``min(pmsm, (pmsm - 1) x + 1)`` averages ``1 + (pmsm - 1) k_i``.
+
+    ``x ~ Pareto-II(4)``, as every build skill.
+
+    Exact: with ``u = 1 + (y - 1) / (pmsm - 1)`` a draw exceeds ``y`` with probability ``u^-4`` for
+    ``u`` in [1, 2) (the cap sits at u = 2 whatever pmsm), so ``k_i`` integrates the order
+    statistic's tail, a polynomial in ``u^-4``, over [1, 2].
+    """
+    from fractions import Fraction
+    from math import comb
+
+    out = []
+    for i in range(1, n + 1):
+        k = Fraction(0)
+        for j in range(i):  # the i-th smallest exceeds y when fewer than i draws are at most y
+            for m in range(j + 1):
+                power = 4 * (n - j + m)
+                k += comb(n, j) * comb(j, m) * (-1) ** m * (1 - Fraction(1, 2 ** (power - 1))) / (power - 1)
+        out.append(float(k))
+    return tuple(out)
+
 
 
 @dataclass(frozen=True)
 class EconomyParams:
-    """Constructor arguments; defaults are the AI Economist's phase-2 configuration."""
+    """Constructor arguments; defaults are the AI Economist's phase-2 configuration.
+
+    Except ``fixed_four_skill_and_loc``, on there and off here (the package's own default): skills
+    are drawn per worker and episode unless asked otherwise.
+    """
 
     num_workers: int = 4
     layout: str = "quadrant_25x25_20each_30clump"
@@ -179,6 +222,7 @@ class EconomyParams:
     energy_warmup_constant: float = 0.0
     planner_reward_type: str = "coin_eq_times_productivity"
     mixing_weight_gini_vs_coin: float = 0.0
+    fixed_four_skill_and_loc: bool = False
 
     def __post_init__(self):
         for name in ("num_workers", "height", "width", "max_cycles", "max_bid_ask", "max_num_orders",
@@ -211,6 +255,15 @@ class EconomyParams:
             raise ValueError(f"resource_regen_prob must be in [0, 1], got {self.resource_regen_prob}")
         if self.random_water + self.random_wood + self.random_stone > 0.9:
             raise ValueError("random_water + random_wood + random_stone must leave room to stand (at most 0.9)")
+        if self.fixed_four_skill_and_loc:
+            if self.skill_dist != "pareto" or self.layout == "random":
+                raise ValueError("fixed_four_skill_and_loc needs skill_dist='pareto' and a layout from a file; got "
+                                 f"skill_dist={self.skill_dist!r}, layout={self.layout!r}")
+            rows, starts = LAYOUTS[self.layout], fixed_starts(self.num_workers, self.height, self.width)
+            bad = [(r, c) for r, c in starts if not (0 <= r < self.height and 0 <= c < self.width) or rows[r][c] == "@"]
+            if bad or len(set(starts)) < len(starts):
+                raise ValueError(f"fixed_four_skill_and_loc: {self.num_workers} workers' starting tiles on layout "
+                                 f"{self.layout!r} are not distinct dry tiles ({bad or 'overlapping'})")
 
     @property
     def num_prices(self) -> int:
@@ -219,6 +272,11 @@ class EconomyParams:
     @property
     def num_worker_actions(self) -> int:
         return 2 + 4 * self.num_prices + 4
+
+
+def fixed_starts(n: int, height: int, width: int) -> tuple[tuple[int, int], ...]:
+    """Starting (row, col) of each fixed skill rank, the smallest first (`fixed_start`, in Python)."""
+    return tuple(fixed_start.py_func(i, n, height, width) for i in range(n))
 
 
 def worker_action_meanings(p: EconomyParams) -> list[str]:
@@ -287,6 +345,8 @@ def fields(p: EconomyParams) -> tuple[Field, ...]:
         Field("cutoffs", "f64", (BRACKETS + 1,), "bracket edges in coin (the last is infinite)",
               init=(*(c / p.usd_scaling for c in US_CUTOFFS_USD), math.inf)),
         Field("us_rates", "f64", (BRACKETS,), "the US-federal 2018 marginal rates", init=US_RATES_2018),
+        Field("fixed_skill_k", "f64", (n,), "fixed_four_skill_and_loc: k_i of the i-th smallest payment",
+              init=ranked_skill_offsets(n) if p.fixed_four_skill_and_loc else None),
         Field("tax_idx", "i32", (BRACKETS,), "index of each bracket's rate among 0%, 5%, ..., 100%"),
         Field("tax_rate", "f64", (BRACKETS,), "current marginal rates"),
         Field("tax_pos", "i32", (), "position in the tax period, 1 on its first step"),
@@ -303,6 +363,7 @@ def constants(p: EconomyParams) -> dict:
         "P": P, "MAP_OBS": len(CHANNELS) * V * V, "BUY0": 2, "MOVE0": 2 + 4 * P,
         "tax_kind": tax_kind, "swf_kind": SWF_KINDS[p.planner_reward_type],
         "random_layout": p.layout == "random", "pareto_skills": p.skill_dist == "pareto",
+        "fixed_skills": p.fixed_four_skill_and_loc,
         "anneal": sched is not None,
         "anneal_warmup": np.float64(sched[0] if sched else 0.0), "anneal_slope": np.float64(sched[1] if sched else 0.0),
         "num_cells": p.height * p.width,
@@ -507,9 +568,45 @@ def place_free(s, p, e, a):
 
 
 @kernel_fn
+def fixed_start(i, n, height, width):
+    """(row, col) where fixed skill rank i of n starts: its group's corner, then 4 to a row inward."""
+    g = (4 * i) // n
+    j = i - (g * n + 3) // 4  # place within the group: ranks before it in the same group
+    down, across = j // 4, j % 4
+    if g == 0:
+        return down, width - 1 - across
+    if g == 1:
+        return height - 1 - down, across
+    if g == 2:
+        return down, across
+    return height - 1 - down, width - 1 - across
+
+
+@kernel_fn
+def deal_fixed_skills(s, p, e):
+    """Rank i goes to a worker drawn uniformly from those without one: a random order, as the AI Economist."""
+    n = p.num_workers
+    taken = np.int64(0)
+    spread = np.float64(p.payment_max_skill_multiplier) - _F64_ONE
+    for i in range(n):
+        r = randint(s, e, p.planner_lo, _D_FIXED_ORDER + i, n - i)
+        a = 0
+        while (taken >> a) & 1 or r > 0:
+            if not (taken >> a) & 1:
+                r -= 1
+            a += 1
+        taken |= np.int64(1) << a
+        s.row[e, a], s.col[e, a] = fixed_start(i, n, p.height, p.width)
+        s.build_pay[e, a] = (_F64_ONE + spread * s.fixed_skill_k[e, i]) * np.float64(p.build_payment)
+
+
+@kernel_fn
 def reset_env(s, p, e):
-    for a in range(p.num_workers):
-        place_free(s, p, e, a)
+    if p.fixed_skills:
+        deal_fixed_skills(s, p, e)
+    else:
+        for a in range(p.num_workers):
+            place_free(s, p, e, a)
     for res in range(2):
         for q in range(p.P):
             s.price_hist[e, res, q] = 0

@@ -2,9 +2,12 @@
 
 import math
 
+import numpy as np
 import pytest
 import torch
 
+from gpu_zoo.economy import gather_trade_build as gtb
+from gpu_zoo.economy.gather_trade_build import EconomyParams, fixed_starts, ranked_skill_offsets
 from gpu_zoo.economy.layouts import TILE_EMPTY, TILE_WOOD
 from tests.economy.helpers import (
     ASK_STONE,
@@ -17,8 +20,10 @@ from tests.economy.helpers import (
     RIGHT,
     UP,
     act,
+    econ_env,
     staged,
 )
+from tests.helpers import ECON_FIXED
 
 STONE, WOOD = 0, 1
 
@@ -120,6 +125,52 @@ def test_build_payment_follows_the_skill_distribution():
     bonus = env.state.gather_bonus[:, :4].flatten()  # min(2, y) / 2, y ~ Pareto-II(3): mean about 0.24
     assert float(bonus.min()) >= 0.0 and float(bonus.max()) <= 1.0
     assert 0.15 < float(bonus.mean()) < 0.33
+
+
+def test_fixed_skills_deal_four_payments_and_corners_in_a_random_order():
+    env = econ_env(num_envs=64, **ECON_FIXED)
+    env.reset(seed=5)
+    s = env.state
+    slots = [(*rc, pay) for rc, pay in zip(fixed_starts(4, 25, 25), (11.3333, 13.2693, 16.4705, 22.2603), strict=True)]
+    slot_of = torch.full((64, 4), -1)
+    for e in range(64):
+        for a in range(4):
+            row, col, pay = int(s.row[e, a]), int(s.col[e, a]), float(s.build_pay[e, a])
+            i = next(i for i, (r, c, _) in enumerate(slots) if (r, c) == (row, col))
+            assert pay == pytest.approx(slots[i][2], abs=1e-4)
+            slot_of[e, a] = i
+        assert sorted(slot_of[e].tolist()) == [0, 1, 2, 3]
+    # a uniform order: every worker gets every slot somewhere in the batch
+    assert all(bool((slot_of[:, a] == i).any()) for a in range(4) for i in range(4))
+    first = [x[:, :4].clone() for x in (s.row, s.col, s.build_pay)]
+    env.reset(seed=5)  # replays
+    assert all(torch.equal(x, y[:, :4]) for x, y in zip(first, (s.row, s.col, s.build_pay), strict=True))
+    env.reset(seed=6)
+    assert not torch.equal(first[2], s.build_pay[:, :4])
+
+
+def test_fixed_skills_need_the_configuration_they_were_made_for(monkeypatch):
+    for bad in (dict(skill_dist="none"), dict(layout="random")):
+        with pytest.raises(ValueError, match="fixed_four_skill_and_loc needs"):
+            EconomyParams(fixed_four_skill_and_loc=True, **bad)
+    monkeypatch.setitem(gtb.LAYOUTS, "wet_corner", ("     @", "      ", "      ", "      "))
+    EconomyParams(layout="wet_corner", height=4, width=6, num_workers=3)
+    with pytest.raises(ValueError, match="not distinct dry tiles"):
+        EconomyParams(layout="wet_corner", height=4, width=6, num_workers=3, fixed_four_skill_and_loc=True)
+
+
+def test_fixed_starts_fill_the_corners_four_to_a_row_inward():
+    assert fixed_starts(4, 25, 25) == ((0, 24), (24, 0), (0, 0), (24, 24))
+    # 6 workers: ranks 0-1 top right, 2 bottom left, 3-4 top left, 5 bottom right
+    assert fixed_starts(6, 25, 30) == ((0, 29), (0, 28), (24, 0), (0, 0), (0, 1), (24, 29))
+    assert fixed_starts(20, 25, 25)[:5] == ((0, 24), (0, 23), (0, 22), (0, 21), (1, 24))
+
+
+@pytest.mark.parametrize("n", [2, 4, 7])
+def test_ranked_skill_offsets_are_the_expected_order_statistics(n):
+    draws = np.random.default_rng(n).pareto(4, size=(200_000, n))
+    sample = np.sort(np.minimum(3.0, 2.0 * draws + 1.0), axis=1).mean(0)
+    np.testing.assert_allclose(1.0 + 2.0 * np.array(ranked_skill_offsets(n)), sample, rtol=2e-3)
 
 
 # ------------------------------------------------------------------ market

@@ -14,7 +14,12 @@ import numpy as np
 import pytest
 import torch
 
-from gpu_zoo.economy.gather_trade_build import EconomyParams, worker_action_meanings
+from gpu_zoo.economy.gather_trade_build import (
+    EconomyParams,
+    fixed_starts,
+    ranked_skill_offsets,
+    worker_action_meanings,
+)
 from gpu_zoo.economy.layouts import TILE_STONE, TILE_WATER, TILE_WOOD
 from tests.economy.helpers import ECON_SMALL, NOOP, act, staged
 
@@ -128,3 +133,20 @@ def test_our_small_config_is_the_package_config_but_shorter():
     assert (p.max_bid_ask, p.max_num_orders, p.order_duration, p.order_labor) == (10, 5, 50, 0.25)
     assert (p.build_payment, p.payment_max_skill_multiplier, p.build_labor) == (10.0, 3.0, 10.0)
     assert (p.isoelastic_eta, p.energy_cost, p.resource_regen_prob) == (0.23, 0.21, 0.01)
+
+
+@pytest.mark.parametrize("n", [4, 6, 10])
+def test_fixed_skills_and_starts_match(n, monkeypatch):
+    """The package's fixed payments are a 100,000-sample average of what ours computes exactly."""
+    monkeypatch.setattr(np, "int", int, raising=False)  # the package still spells int so (gone from NumPy 1.24)
+    config = {**AIE_CONFIG, "fixed_four_skill_and_loc": True, "n_agents": n}
+    with contextlib.redirect_stdout(io.StringIO()):
+        env = foundation.make_env_instance(**config, seed=1)
+        env.reset()
+    p = EconomyParams(fixed_four_skill_and_loc=True, num_workers=n)
+    ours = [p.build_payment * (1 + (p.payment_max_skill_multiplier - 1) * k) for k in ranked_skill_offsets(n)]
+    np.testing.assert_allclose(env._avg_ranked_skill, ours, rtol=3e-3)
+    starts = fixed_starts(n, p.height, p.width)
+    assert [tuple(int(v) for v in x) for x in env._ranked_locs] == list(starts)
+    dealt = sorted((tuple(int(v) for v in a.loc), a.state["build_payment"]) for a in env.world.agents)
+    assert dealt == sorted(zip(starts, env._avg_ranked_skill, strict=True))

@@ -224,8 +224,10 @@ def planner_note(rec: dict) -> str:
     own = ppo.get("group_settings", {}).get("planner", {})
     names = {"learning_rate": "learning rate", "ent_coef": "entropy weight", "hidden": "hidden width",
              "gae_lambda": "GAE lambda", "gamma": "discount", "clip_coef": "clip range", "vf_coef": "value weight",
-             "max_grad_norm": "gradient clip"}
+             "max_grad_norm": "gradient clip", "vf_clip": "value clipping range"}
     words = [f"{names.get(k, k)} {v:g}" for k, v in own.items()]
+    if ppo.get("vf_clip") is not None and "vf_clip" not in own:
+        words.append(f"value clipping range {ppo['vf_clip']:g} (every group)")
     # Records from before Args.gae_skip_forced existed ran the usual GAE through the forced steps.
     lam = own.get("gae_lambda", ppo.get("gae_lambda"))
     if rec.get("regime") == "ai_planner" and not ppo.get("gae_skip_forced") and lam != 1.0:

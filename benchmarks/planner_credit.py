@@ -28,6 +28,8 @@ def main(argv=None):
     ap.add_argument("--device", default=None)
     ap.add_argument("--out", default="runs/planner_credit")
     ap.add_argument("--gae-skip-forced", action=argparse.BooleanOptionalAction, default=True)
+    ap.add_argument("--vf-clip", type=float, default=None,
+                    help="the planner's value clipping range (default: the preset's; 0: none)")
     args = ap.parse_args(argv)
     if not Path(args.init_from).is_file():
         ap.error(f"--init-from {args.init_from}: no such file")
@@ -36,16 +38,18 @@ def main(argv=None):
     from benchmarks.economy_learning import final_economy, regime_kwargs, train_for
     from trainers.config import preset, with_overrides
 
+    planner = {"vf_clip": args.vf_clip} if args.vf_clip is not None else {}
     ppo = with_overrides(preset("gather_trade_build_v0"), env_kwargs=regime_kwargs("ai_planner"),
                          train_groups="worker,planner", total_env_steps=10**12, num_envs=args.num_envs,
                          out=args.out, device=args.device, init_from=args.init_from,
-                         group_settings={"worker": {"learning_rate": 0.0}}, gae_skip_forced=args.gae_skip_forced,
+                         group_settings={"worker": {"learning_rate": 0.0}, "planner": planner},
+                         gae_skip_forced=args.gae_skip_forced,
                          eval_episodes=0, gif=False, checkpoint_every=10**6, torch_threads=0)
     trainer, _ = train_for(ppo, args.minutes * 60)
     env = gpu_zoo.make("gather_trade_build_v0", num_envs=args.eval_episodes, device=trainer.device,
                        autoreset=False, validate=False, **regime_kwargs("ai_planner"))
     result = final_economy(env, trainer.policies.eval(), seed=12345)
-    print(json.dumps({"gae_skip_forced": args.gae_skip_forced,
+    print(json.dumps({"gae_skip_forced": args.gae_skip_forced, "vf_clip": ppo.for_group("planner").vf_clip,
                       "env_steps": trainer.iteration * ppo.env_steps_per_iteration,
                       "tax_rates": result.pop("tax_rates").mean(0).round(3).tolist(),
                       **{k: round(float(v.mean()), 3) for k, v in result.items()}}))

@@ -61,6 +61,29 @@ def test_ppo_loss_clips_the_ratio():
     assert float(st["approx_kl"]) == pytest.approx(1.0 - torch.log(torch.tensor(2.0)).item())
 
 
+def test_the_value_moves_as_far_as_vf_clip_allows():
+    """A value 100 below its return: the clipped loss stops pulling once it moved clip from the rollout's."""
+    old, ret = torch.zeros(1), torch.full((1,), 100.0)
+    zero = torch.zeros(1)
+
+    def value_grad(new_value, **kw):
+        new = torch.tensor([new_value], requires_grad=True)
+        _, st = ppo_loss(zero, zero, zero, new, old, ret, zero, torch.ones(1), 0.2, 1.0, 0.0, **kw)
+        st["vf"].backward()
+        return float(new.grad)
+
+    assert value_grad(0.1) < 0 and value_grad(0.3) == 0.0  # the usual PPO: clip_coef, 0.2
+    assert value_grad(30.0, vf_clip=50.0) < 0 and value_grad(60.0, vf_clip=50.0) == 0.0
+    assert value_grad(90.0, vf_clip=0.0) == pytest.approx(-10.0)  # no limit: the plain squared error
+
+
+def test_vf_clip_is_checked_and_may_differ_per_group():
+    with pytest.raises(ValueError, match="vf_clip"):
+        Args(vf_clip=-1.0)
+    args = Args(group_settings={"planner": {"vf_clip": 50.0}})
+    assert args.for_group("planner").vf_clip == 50.0 and args.for_group("worker").vf_clip is None
+
+
 def tiny_args(tmp_path, **kw):
     base = dict(env_id="tag_gridworld_v0", env_kwargs=GRID_SMALL, num_envs=8, num_steps=8, total_env_steps=128,
                 device="cpu", out=str(tmp_path), eval_episodes=0)

@@ -18,7 +18,7 @@ import torch
 
 from trainers.config import PRESETS, RUN_CONTROL, Args, field_docs, preset, with_overrides
 
-_TYPES = {"int": int, "float": float, "str": str, "str | None": str, "dict": json.loads}
+_TYPES = {"int": int, "float": float, "float | None": float, "str": str, "str | None": str, "dict": json.loads}
 
 
 def _add_args_flags(parser: argparse.ArgumentParser):

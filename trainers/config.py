@@ -45,6 +45,10 @@ class Args:
     """policy and value clipping range"""
     vf_coef: float = 0.5
     """value loss weight"""
+    vf_clip: float | None = None
+    """how far one update may move a value from the rollout's (default: clip_coef, the usual PPO; 0: no limit).
+    In return units: a limit of 0.2 lets a critic whose returns run to hundreds (the economy's welfare)
+    catch up by 0.2 an iteration"""
     ent_coef: float = 0.01
     """entropy bonus weight"""
     max_grad_norm: float = 0.5
@@ -52,8 +56,9 @@ class Args:
     hidden: int = 64
     """width of the two hidden layers"""
     group_settings: dict = field(default_factory=dict)
-    """per-group values of learning_rate, ent_coef, clip_coef, vf_coef, max_grad_norm, hidden, gamma or gae_lambda,
-    over the ones above, e.g. {"planner": {"learning_rate": 1e-4, "hidden": 256}} (JSON on the command line)"""
+    """per-group values of learning_rate, ent_coef, clip_coef, vf_coef, vf_clip, max_grad_norm, hidden, gamma or
+    gae_lambda, over the ones above, e.g. {"planner": {"learning_rate": 1e-4, "hidden": 256}} (JSON on the command
+    line)"""
     seed: int = 0
     """seed of the env, the networks and the sampling"""
     train_groups: str = ""
@@ -86,6 +91,9 @@ class Args:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be a positive int, got {value!r}")
+        if self.vf_clip is not None and (isinstance(self.vf_clip, bool) or not isinstance(self.vf_clip, int | float)
+                                         or self.vf_clip < 0):
+            raise ValueError(f"vf_clip must be None or a number >= 0, got {self.vf_clip!r}")
         if self.eval_episodes < 0 or self.torch_threads < 0:
             raise ValueError(f"eval_episodes and torch_threads must be >= 0, got {self.eval_episodes}, "
                              f"{self.torch_threads}")
@@ -130,7 +138,7 @@ class Args:
         return tuple(g for g in self.train_groups.split(",") if g)
 
 
-GROUP_SETTINGS = ("learning_rate", "ent_coef", "clip_coef", "vf_coef", "max_grad_norm", "hidden", "gamma",
+GROUP_SETTINGS = ("learning_rate", "ent_coef", "clip_coef", "vf_coef", "vf_clip", "max_grad_norm", "hidden", "gamma",
                   "gae_lambda")
 """What `Args.group_settings` may set per group: the AI Economist trains its planner with a smaller
 learning rate, a larger entropy bonus and wider networks than its workers; a group that acts once

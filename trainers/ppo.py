@@ -60,14 +60,20 @@ def compute_gae(rewards, values, next_values, terminated, ended, gamma: float, l
 
 
 def ppo_loss(new_logp, old_logp, adv, new_value, old_value, returns, entropy, mask, clip: float, vf_coef: float,
-             ent_coef: float):
-    """Clipped PPO loss averaged over ``mask`` (agents in the game); returns (loss, stats)."""
+             ent_coef: float, vf_clip: float | None = None):
+    """Clipped PPO loss averaged over ``mask`` (agents in the game); returns (loss, stats).
+
+    ``vf_clip`` limits how far the value moves from ``old_value`` (None: ``clip``; 0: no limit).
+    """
     n = mask.sum().clamp_min(1.0)
     log_ratio = new_logp - old_logp
     ratio = log_ratio.exp()
     pg = torch.max(-adv * ratio, -adv * ratio.clamp(1 - clip, 1 + clip))
-    v_clipped = old_value + (new_value - old_value).clamp(-clip, clip)
-    vf = 0.5 * torch.max((new_value - returns) ** 2, (v_clipped - returns) ** 2)
+    v_clip = clip if vf_clip is None else vf_clip
+    vf = 0.5 * (new_value - returns) ** 2
+    if v_clip > 0:
+        v_clipped = old_value + (new_value - old_value).clamp(-v_clip, v_clip)
+        vf = torch.max(vf, 0.5 * (v_clipped - returns) ** 2)
     pg_loss, v_loss, ent = (pg * mask).sum() / n, (vf * mask).sum() / n, (entropy * mask).sum() / n
     with torch.no_grad():
         approx_kl = (((ratio - 1) - log_ratio) * mask).sum() / n
@@ -261,7 +267,7 @@ class Trainer:
                     mask = flat["action_mask"][idx] if "action_mask" in flat else None
                     _, logp, ent, value = pol.act(flat["obs"][idx], flat["act"][idx], mask=mask)
                     loss, st = ppo_loss(logp, flat["logp"][idx], adv[idx], value, flat["value"][idx], ret[idx], ent,
-                                        m[idx], a.clip_coef, a.vf_coef, a.ent_coef)
+                                        m[idx], a.clip_coef, a.vf_coef, a.ent_coef, a.vf_clip)
                     self.opt.zero_grad()
                     loss.backward()
                     self.sync_gradients()

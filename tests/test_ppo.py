@@ -140,7 +140,7 @@ def test_group_settings_train_each_group_with_its_own(tmp_path, monkeypatch):
     from trainers import ppo
     from trainers.evaluate import load_checkpoint
 
-    settings = {"runner": {"learning_rate": 1e-2, "ent_coef": 0.5, "hidden": 16, "gae_lambda": 0.5}}
+    settings = {"runner": {"learning_rate": 1e-2, "ent_coef": 0.5, "hidden": 16, "gae_lambda": 0.5, "vf_clip": 3.0}}
     args = tiny_args(tmp_path, group_settings=settings, anneal_lr=True)
     assert args.for_group("runner").ent_coef == 0.5 and args.for_group("tagger") is args
     trainer = Trainer(args)
@@ -150,12 +150,12 @@ def test_group_settings_train_each_group_with_its_own(tmp_path, monkeypatch):
 
     seen, lambdas = [], []
     real_loss, real_gae = ppo.ppo_loss, ppo.compute_gae
-    monkeypatch.setattr(ppo, "ppo_loss", lambda *a: seen.append(a[-1]) or real_loss(*a))
+    monkeypatch.setattr(ppo, "ppo_loss", lambda *a: seen.append(a[-2:]) or real_loss(*a))  # (ent_coef, vf_clip)
     monkeypatch.setattr(ppo, "compute_gae", lambda *a, **k: lambdas.append(a[-1]) or real_gae(*a, **k))
     trainer.rollout()
     trainer.iteration = args.iterations // 2
     trainer.update()
-    assert set(seen) == {args.ent_coef, 0.5}  # each group's entropy weight in its own loss
+    assert set(seen) == {(args.ent_coef, None), (0.5, 3.0)}  # each group's entropy weight and value clip
     assert lambdas == [args.gae_lambda, 0.5]  # and its own credit horizon
     assert [pg["lr"] for pg in trainer.opt.param_groups] == pytest.approx([args.learning_rate / 2, 1e-2 / 2])
 

@@ -48,12 +48,16 @@ REGIMES = {
     "us_federal": (dict(tax_model="us-federal-single-filer-2018-scaled"), "worker"),
     "ai_planner": (dict(tax_model="model_wrapper"), "worker,planner"),
 }
-# The AI Economist's phase-2 planner policy (tutorials/rllib/phase2/config.yaml): a third of the workers'
-# learning rate, wider networks, and its entropy weight's final value (it anneals from 2.0 over 50M steps).
-# Not the default: RLlib's PPO there does not normalise advantages, so its entropy weight acts against
-# advantages of the size of welfare changes; against our normalised ones it keeps the planner's rates
-# near uniform (measured: welfare 142 against 179 with the workers' settings; docs/economy_learning.md).
-AI_ECONOMIST_PLANNER = {"learning_rate": 1e-4, "ent_coef": 0.125, "hidden": 256}
+# The AI Economist's phase-2 planner policy (tutorials/rllib/phase2/config.yaml), as far as our PPO can
+# say it: a third of the workers' learning rate, wider networks, an entropy weight annealed from 2.0 to
+# 0.125 over 50M steps against advantages left unnormalised (RLlib's PPO does not normalise them), its
+# clip range, lambda, value weight, value clipping and gradient clip; not its LSTM nor its one SGD pass.
+# Not the default. Its learning rate, width and final entropy weight alone, with normalised advantages,
+# kept the planner's rates near uniform (welfare 142 against 179 with the workers' settings;
+# docs/economy_learning.md); the whole set is not measured yet.
+AI_ECONOMIST_PLANNER = {"learning_rate": 1e-4, "ent_coef": 2.0, "ent_coef_final": 0.125,
+                        "ent_anneal_env_steps": 50_000_000, "norm_adv": False, "hidden": 256, "clip_coef": 0.3,
+                        "gae_lambda": 0.98, "vf_coef": 0.05, "vf_clip": 50.0, "max_grad_norm": 10.0}
 PRETRAIN = "pretrain"  # phase 1 of --two-phase: the workers, without taxes
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 PAGE_HEAD = """# Training the economy
@@ -224,8 +228,10 @@ def planner_note(rec: dict) -> str:
     own = ppo.get("group_settings", {}).get("planner", {})
     names = {"learning_rate": "learning rate", "ent_coef": "entropy weight", "hidden": "hidden width",
              "gae_lambda": "GAE lambda", "gamma": "discount", "clip_coef": "clip range", "vf_coef": "value weight",
-             "max_grad_norm": "gradient clip", "vf_clip": "value clipping range"}
-    words = [f"{names.get(k, k)} {v:g}" for k, v in own.items()]
+             "max_grad_norm": "gradient clip", "vf_clip": "value clipping range",
+             "ent_coef_final": "entropy weight at the end", "ent_anneal_env_steps": "entropy annealed over env-steps"}
+    words = [("advantages normalised" if v else "advantages not normalised") if k == "norm_adv"
+             else f"{names.get(k, k)} {v:g}" for k, v in own.items()]
     if ppo.get("vf_clip") is not None and "vf_clip" not in own:
         words.append(f"value clipping range {ppo['vf_clip']:g} (every group)")
     # Records from before Args.gae_skip_forced existed ran the usual GAE through the forced steps.

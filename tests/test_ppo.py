@@ -84,6 +84,14 @@ def test_vf_clip_is_checked_and_may_differ_per_group():
     assert args.for_group("planner").vf_clip == 50.0 and args.for_group("worker").vf_clip is None
 
 
+def test_the_entropy_weight_follows_its_schedule():
+    args = Args(ent_coef=2.0, ent_coef_final=0.125, ent_anneal_env_steps=100)
+    assert [args.ent_coef_at(s) for s in (0, 50, 100, 10**6)] == pytest.approx([2.0, 1.0625, 0.125, 0.125])
+    assert Args(ent_coef=0.3).ent_coef_at(10**6) == 0.3  # no schedule: constant
+    with pytest.raises(ValueError, match="ent_anneal_env_steps"):
+        Args(ent_coef_final=0.1)
+
+
 def tiny_args(tmp_path, **kw):
     base = dict(env_id="tag_gridworld_v0", env_kwargs=GRID_SMALL, num_envs=8, num_steps=8, total_env_steps=128,
                 device="cpu", out=str(tmp_path), eval_episodes=0)
@@ -254,3 +262,19 @@ def test_graphed_rollout_is_a_faithful_rollout(tmp_path, env_id, kw):
             p.add_(0.01)
     episodes = trainer.read_metrics()["episodes"]
     assert episodes == float(fresh.episode_stats()["episodes"].sum())
+
+
+@pytest.mark.parametrize("norm_adv", [True, False])
+def test_advantages_are_normalised_unless_the_group_says_not(tmp_path, monkeypatch, norm_adv):
+    from trainers import ppo
+
+    args = tiny_args(tmp_path, group_settings={"tagger": {"norm_adv": norm_adv}}, train_groups="tagger")
+    trainer = Trainer(args)
+    monkeypatch.setattr(ppo, "compute_gae", lambda rew, *a, **k: (torch.full_like(rew, 5.0), torch.zeros_like(rew)))
+    seen = []
+    real_loss = ppo.ppo_loss
+    monkeypatch.setattr(ppo, "ppo_loss", lambda *a: seen.append(a[2]) or real_loss(*a))
+    trainer.rollout()
+    trainer.update()
+    advantages = torch.cat(seen)
+    assert bool((advantages == (0.0 if norm_adv else 5.0)).all())  # constant advantages normalise to zero

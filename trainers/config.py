@@ -50,15 +50,23 @@ class Args:
     In return units: a limit of 0.2 lets a critic whose returns run to hundreds (the economy's welfare)
     catch up by 0.2 an iteration"""
     ent_coef: float = 0.01
-    """entropy bonus weight"""
+    """entropy bonus weight (at the start, with ent_coef_final)"""
+    ent_coef_final: float | None = None
+    """if set, the entropy weight goes linearly from ent_coef to this over ent_anneal_env_steps env-steps, then
+    stays (the AI Economist's planner: 2.0 to 0.125 over 50M)"""
+    ent_anneal_env_steps: int = 0
+    """env-steps over which the entropy weight reaches ent_coef_final"""
+    norm_adv: bool = True
+    """normalise advantages per update (mean 0, std 1 over the group's agents in the game); RLlib, which the
+    AI Economist trained with, does not"""
     max_grad_norm: float = 0.5
     """gradient clipping"""
     hidden: int = 64
     """width of the two hidden layers"""
     group_settings: dict = field(default_factory=dict)
-    """per-group values of learning_rate, ent_coef, clip_coef, vf_coef, vf_clip, max_grad_norm, hidden, gamma or
-    gae_lambda, over the ones above, e.g. {"planner": {"learning_rate": 1e-4, "hidden": 256}} (JSON on the command
-    line)"""
+    """per-group values of the settings in GROUP_SETTINGS (learning rate, entropy weight and its schedule, advantage
+    normalisation, clipping, value weight and clipping, gradient clip, width, discount, GAE lambda) over the ones
+    above, e.g. {"planner": {"learning_rate": 1e-4, "hidden": 256}} (JSON on the command line)"""
     seed: int = 0
     """seed of the env, the networks and the sampling"""
     train_groups: str = ""
@@ -94,6 +102,10 @@ class Args:
         if self.vf_clip is not None and (isinstance(self.vf_clip, bool) or not isinstance(self.vf_clip, int | float)
                                          or self.vf_clip < 0):
             raise ValueError(f"vf_clip must be None or a number >= 0, got {self.vf_clip!r}")
+        if self.ent_coef_final is not None and (isinstance(self.ent_anneal_env_steps, bool)
+                                                or not isinstance(self.ent_anneal_env_steps, int)
+                                                or self.ent_anneal_env_steps < 1):
+            raise ValueError(f"ent_coef_final needs ent_anneal_env_steps >= 1, got {self.ent_anneal_env_steps!r}")
         if self.eval_episodes < 0 or self.torch_threads < 0:
             raise ValueError(f"eval_episodes and torch_threads must be >= 0, got {self.eval_episodes}, "
                              f"{self.torch_threads}")
@@ -112,6 +124,13 @@ class Args:
                 self.for_group(group)  # the fields' own checks, on the group's values
             except ValueError as err:
                 raise ValueError(f"group_settings[{group!r}]: {err}") from None
+
+    def ent_coef_at(self, env_steps: int) -> float:
+        """The entropy weight after ``env_steps`` env-steps of the run."""
+        if self.ent_coef_final is None:
+            return self.ent_coef
+        done = min(1.0, env_steps / self.ent_anneal_env_steps)
+        return self.ent_coef + (self.ent_coef_final - self.ent_coef) * done
 
     def for_group(self, group: str) -> Args:
         """These settings as ``group``'s policy trains with them (its `group_settings` applied)."""
@@ -138,8 +157,8 @@ class Args:
         return tuple(g for g in self.train_groups.split(",") if g)
 
 
-GROUP_SETTINGS = ("learning_rate", "ent_coef", "clip_coef", "vf_coef", "vf_clip", "max_grad_norm", "hidden", "gamma",
-                  "gae_lambda")
+GROUP_SETTINGS = ("learning_rate", "ent_coef", "ent_coef_final", "ent_anneal_env_steps", "norm_adv", "clip_coef",
+                  "vf_coef", "vf_clip", "max_grad_norm", "hidden", "gamma", "gae_lambda")
 """What `Args.group_settings` may set per group: the AI Economist trains its planner with a smaller
 learning rate, a larger entropy bonus and wider networks than its workers; a group that acts once
 per period (the planner) may want its own credit horizon."""

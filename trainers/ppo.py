@@ -255,9 +255,11 @@ class Trainer:
                                    choice=choice)
             flat = {k: v.reshape(-1, *v.shape[3:]) for k, v in b.items()}
             adv, ret, m = adv.reshape(-1), ret.reshape(-1), flat["mask"]
-            mean = (adv * m).sum() / m.sum().clamp_min(1)
-            std = (((adv - mean) ** 2 * m).sum() / m.sum().clamp_min(1)).sqrt()
-            adv = (adv - mean) / (std + 1e-8)
+            if a.norm_adv:
+                mean = (adv * m).sum() / m.sum().clamp_min(1)
+                std = (((adv - mean) ** 2 * m).sum() / m.sum().clamp_min(1)).sqrt()
+                adv = (adv - mean) / (std + 1e-8)
+            ent_coef = a.ent_coef_at(self.iteration * a.env_steps_per_iteration)
             size = adv.shape[0]
             mb = max(1, size // a.num_minibatches)
             for _ in range(a.update_epochs):
@@ -267,7 +269,7 @@ class Trainer:
                     mask = flat["action_mask"][idx] if "action_mask" in flat else None
                     _, logp, ent, value = pol.act(flat["obs"][idx], flat["act"][idx], mask=mask)
                     loss, st = ppo_loss(logp, flat["logp"][idx], adv[idx], value, flat["value"][idx], ret[idx], ent,
-                                        m[idx], a.clip_coef, a.vf_coef, a.ent_coef, a.vf_clip)
+                                        m[idx], a.clip_coef, a.vf_coef, ent_coef, a.vf_clip)
                     self.opt.zero_grad()
                     loss.backward()
                     self.sync_gradients()

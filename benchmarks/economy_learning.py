@@ -223,7 +223,11 @@ def _figures(economy: dict[str, np.ndarray]) -> dict:
 
 
 def planner_note(rec: dict) -> str:
-    """The planner's own PPO settings in a record, in words ("" when it trained with the workers')."""
+    """How a record's planner trained, in words, where it differs from the defaults ("" when it does not).
+
+    Its own PPO settings, a value clipping set for every group, and the usual GAE through its
+    forced steps in records from before ``gae_skip_forced``.
+    """
     ppo = rec.get("ppo", {})
     own = ppo.get("group_settings", {}).get("planner", {})
     names = {"learning_rate": "learning rate", "ent_coef": "entropy weight", "hidden": "hidden width",

@@ -182,7 +182,6 @@ def ranked_skill_offsets(n: int = 4) -> tuple[float, ...]:
     return tuple(out)
 
 
-
 @dataclass(frozen=True)
 class EconomyParams:
     """Constructor arguments; defaults are the AI Economist's phase-2 configuration.
@@ -259,8 +258,9 @@ class EconomyParams:
             if self.skill_dist != "pareto" or self.layout == "random":
                 raise ValueError("fixed_four_skill_and_loc needs skill_dist='pareto' and a layout from a file; got "
                                  f"skill_dist={self.skill_dist!r}, layout={self.layout!r}")
-            rows, starts = LAYOUTS[self.layout], fixed_starts(self.num_workers, self.height, self.width)
-            bad = [(r, c) for r, c in starts if not (0 <= r < self.height and 0 <= c < self.width) or rows[r][c] == "@"]
+            tiles, starts = tile_codes(LAYOUTS[self.layout]), fixed_starts(self.num_workers, self.height, self.width)
+            bad = [(r, c) for r, c in starts
+                   if not (0 <= r < self.height and 0 <= c < self.width) or tiles[r * self.width + c] == TILE_WATER]
             if bad or len(set(starts)) < len(starts):
                 raise ValueError(f"fixed_four_skill_and_loc: {self.num_workers} workers' starting tiles on layout "
                                  f"{self.layout!r} are not distinct dry tiles ({bad or 'overlapping'})")

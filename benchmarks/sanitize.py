@@ -25,7 +25,8 @@ CONFIGS = {
     "tag_gridworld_v0": [dict(num_taggers=3, num_runners=2, grid_length=5, max_cycles=4),
                          dict(max_cycles=4, use_full_observation=False)],
     "simple_tag_v3": [dict(max_cycles=4), dict(max_cycles=4, continuous_actions=True)],
-    "gather_trade_build_v0": [dict()],
+    "gather_trade_build_v0": [dict(),  # fixed skills, episodes short enough that auto-reset deals them again
+                              dict(fixed_four_skill_and_loc=True, max_cycles=4, tax_period=2)],
 }
 
 

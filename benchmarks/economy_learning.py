@@ -51,13 +51,16 @@ REGIMES = {
 # The AI Economist's phase-2 planner policy (tutorials/rllib/phase2/config.yaml), as far as our PPO can
 # say it: a third of the workers' learning rate, wider networks, an entropy weight annealed from 2.0 to
 # 0.125 over 50M steps against advantages left unnormalised (RLlib's PPO does not normalise them), its
-# clip range, lambda, value weight, value clipping and gradient clip; not its LSTM nor its one SGD pass.
+# clip range, lambda, value weight, value clipping and gradient clip, and its one SGD pass over a batch in
+# two minibatches (num_sgd_iter 1, sgd_minibatch_size half of train_batch_size); not its LSTM.
 # Not the default. Its learning rate, width and final entropy weight alone, with normalised advantages,
-# kept the planner's rates near uniform (welfare 142 against 179 with the workers' settings;
-# docs/economy_learning.md); the whole set is not measured yet.
+# kept the planner's rates near uniform (welfare 142 against 179 with the workers' settings); the set
+# without the one pass, after the planner's credit ran through its forced steps, learnt the same high
+# rates as the default (welfare 85 against 82 at 118M env-steps; docs/economy_learning.md).
 AI_ECONOMIST_PLANNER = {"learning_rate": 1e-4, "ent_coef": 2.0, "ent_coef_final": 0.125,
                         "ent_anneal_env_steps": 50_000_000, "norm_adv": False, "hidden": 256, "clip_coef": 0.3,
-                        "gae_lambda": 0.98, "vf_coef": 0.05, "vf_clip": 50.0, "max_grad_norm": 10.0}
+                        "gae_lambda": 0.98, "vf_coef": 0.05, "vf_clip": 50.0, "max_grad_norm": 10.0,
+                        "update_epochs": 1, "num_minibatches": 2}
 PRETRAIN = "pretrain"  # phase 1 of --two-phase: the workers, without taxes
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 PAGE_HEAD = """# Training the economy
@@ -233,7 +236,8 @@ def planner_note(rec: dict) -> str:
     names = {"learning_rate": "learning rate", "ent_coef": "entropy weight", "hidden": "hidden width",
              "gae_lambda": "GAE lambda", "gamma": "discount", "clip_coef": "clip range", "vf_coef": "value weight",
              "max_grad_norm": "gradient clip", "vf_clip": "value clipping range",
-             "ent_coef_final": "entropy weight at the end", "ent_anneal_env_steps": "entropy annealed over env-steps"}
+             "ent_coef_final": "entropy weight at the end", "ent_anneal_env_steps": "entropy annealed over env-steps",
+             "update_epochs": "epochs", "num_minibatches": "minibatches"}
     words = [("advantages normalised" if v else "advantages not normalised") if k == "norm_adv"
              else f"{names.get(k, k)} {v:g}" for k, v in own.items()]
     if ppo.get("vf_clip") is not None and "vf_clip" not in own:

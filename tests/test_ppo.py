@@ -172,8 +172,23 @@ def test_group_settings_train_each_group_with_its_own(tmp_path, monkeypatch):
     assert policies["runner"].critic[0].out_features == 16
 
 
+def test_a_group_can_take_fewer_passes_over_the_batch(tmp_path):
+    """The AI Economist's planner: one pass in two minibatches while the other groups keep theirs."""
+    args = tiny_args(tmp_path, update_epochs=3, num_minibatches=4,
+                     group_settings={"runner": {"update_epochs": 1, "num_minibatches": 2}})
+    trainer = Trainer(args)
+    before = {g: [p.detach().clone() for p in pol.parameters()] for g, pol in trainer.policies.items()}
+    trainer.rollout()
+    trainer.update()
+    steps = dict(zip(trainer.policies, trainer.updates_since_log, strict=True))
+    assert steps == {"tagger": 3 * 4, "runner": 1 * 2}
+    for g, pol in trainer.policies.items():  # both groups still learn
+        assert any(not torch.equal(a, b) for a, b in zip(before[g], pol.parameters(), strict=True)), g
+
+
 @pytest.mark.parametrize("settings, match", [
     ({"runner": {"num_steps": 4}}, "cannot differ per group"),
+    ({"runner": {"update_epochs": 0}}, r"group_settings\['runner'\]: update_epochs"),
     ({"runner": {"hidden": 0}}, r"group_settings\['runner'\]: hidden must be a positive int"),
     ({"runner": 0.1}, "must map group names to dicts"),
 ])

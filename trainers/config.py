@@ -65,8 +65,9 @@ class Args:
     """width of the two hidden layers"""
     group_settings: dict = field(default_factory=dict)
     """per-group values of the settings in GROUP_SETTINGS (learning rate, entropy weight and its schedule, advantage
-    normalisation, clipping, value weight and clipping, gradient clip, width, discount, GAE lambda) over the ones
-    above, e.g. {"planner": {"learning_rate": 1e-4, "hidden": 256}} (JSON on the command line)"""
+    normalisation, clipping, value weight and clipping, gradient clip, width, discount, GAE lambda, epochs and
+    minibatches) over the ones above, e.g. {"planner": {"learning_rate": 1e-4, "hidden": 256}} (JSON on the
+    command line)"""
     seed: int = 0
     """seed of the env, the networks and the sampling"""
     train_groups: str = ""
@@ -158,10 +159,12 @@ class Args:
 
 
 GROUP_SETTINGS = ("learning_rate", "ent_coef", "ent_coef_final", "ent_anneal_env_steps", "norm_adv", "clip_coef",
-                  "vf_coef", "vf_clip", "max_grad_norm", "hidden", "gamma", "gae_lambda")
+                  "vf_coef", "vf_clip", "max_grad_norm", "hidden", "gamma", "gae_lambda", "update_epochs",
+                  "num_minibatches")
 """What `Args.group_settings` may set per group: the AI Economist trains its planner with a smaller
 learning rate, a larger entropy bonus and wider networks than its workers; a group that acts once
-per period (the planner) may want its own credit horizon."""
+per period (the planner) may want its own credit horizon, and fewer passes over a batch in which
+it decided once a period (each pass costs what a worker group's does)."""
 
 RUN_CONTROL = ("total_env_steps", "out", "device", "cuda_graph", "torch_threads", "checkpoint_every", "log_every",
                "eval_episodes", "gif")

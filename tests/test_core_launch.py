@@ -25,6 +25,24 @@ def test_envs_share_a_block():
 
 def test_the_simulator_keeps_blocks_tiny():
     assert launch_shape(1000, simulator=True, obs_elements=10**6).block == 8
+    assert launch_shape(1000, simulator=True, threads_per_env=64).block == 64  # unless asked for more
+
+
+def test_rows_are_staged_only_when_asked_and_a_warp_wide(monkeypatch):
+    assert not launch_shape(100, threads_per_env=512).stage_rows
+    monkeypatch.setenv("GPU_ZOO_STAGE_ROWS", "1")
+    assert launch_shape(100, threads_per_env=512).stage_rows
+    assert not launch_shape(4, num_envs=1 << 20).stage_rows  # 4 lanes an env: no warp to give a row
+
+
+def test_every_field_starts_on_a_cache_line():
+    from gpu_zoo.core.buffers import FIELD_ALIGN
+
+    env = gpu_zoo.make("gather_trade_build_v0", num_envs=3, device="cpu")
+    base = env.buffers.storage.data_ptr()
+    assert all((v.data_ptr() - base) % FIELD_ALIGN == 0 for v in env.buffers.raw.values())
+    end = max(v.data_ptr() - base + v.numel() * v.element_size() for v in env.buffers.raw.values())
+    assert end <= env.buffers.nbytes()
 
 
 def test_threads_per_env_overrides():

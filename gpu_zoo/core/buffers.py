@@ -10,33 +10,36 @@ import torch
 from .layout import Layout
 
 TORCH_DTYPES = {"f64": torch.float64, "f32": torch.float32, "i32": torch.int32, "u8": torch.uint8}
+FIELD_ALIGN = 128  # bytes: a GPU cache line
 
 
 class Buffers:
     """Holds the storage of ``num_envs`` environments and a torch view per field.
 
-    ``sections`` are the per-dtype views of the one allocation; ``fields.<name>`` are the
-    ``(num_envs, *shape)`` views Python code reads and writes (booleans as ``torch.bool``), and
-    ``raw.<name>`` the same views with booleans as uint8, which the kernels receive.
+    ``fields.<name>`` are the ``(num_envs, *shape)`` views Python code reads and writes (booleans
+    as ``torch.bool``), and ``raw.<name>`` the same views with booleans as uint8, which the
+    kernels receive. Every field starts on a `FIELD_ALIGN`-byte boundary of the allocation, so a
+    kernel knows which elements share a cache line: a warp storing 32 floats from an aligned index
+    writes one whole line instead of parts of two.
     """
 
     def __init__(self, layout: Layout, num_envs: int, device: torch.device):
         self.layout, self.num_envs, self.device = layout, num_envs, device
-        E, pe = num_envs, layout.per_env
-        words = torch.zeros(E * layout.words_per_env, dtype=torch.int32, device=device)
-        nd, nf, ni = 2 * E * pe["f64"], E * pe["f32"], E * pe["i32"]
+        E = num_envs
+        spans, end = {}, 0
+        for dtype in TORCH_DTYPES:  # float64 first, as before: one order whatever the padding
+            for name, f in layout.fields.items():
+                if f.dtype == dtype:
+                    nbytes = E * math.prod(f.shape) * TORCH_DTYPES[dtype].itemsize
+                    spans[name] = (end, nbytes)
+                    end += -(-nbytes // FIELD_ALIGN) * FIELD_ALIGN
+        words = torch.zeros(end // 4, dtype=torch.int32, device=device)
         self.storage = words
-        self.sections = {
-            "f64": words[:nd].view(torch.float64),
-            "f32": words[nd:nd + nf].view(torch.float32),
-            "i32": words[nd + nf:nd + nf + ni],
-            "u8": words[nd + nf + ni:].view(torch.uint8),
-        }
+        raw_bytes = words.view(torch.uint8)
         views = {}
         for name, f in layout.fields.items():
-            start = E * layout.offsets[name]
-            flat = self.sections[f.dtype][start : start + E * math.prod(f.shape)]
-            views[name] = flat.view(E, *f.shape)
+            start, nbytes = spans[name]
+            views[name] = raw_bytes[start:start + nbytes].view(TORCH_DTYPES[f.dtype]).view(E, *f.shape)
         self.raw = views
         self.fields = SimpleNamespace(**{n: (v.view(torch.bool) if layout.fields[n].dtype == "u8" else v)
                                          for n, v in views.items()})

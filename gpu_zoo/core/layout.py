@@ -1,10 +1,8 @@
 """From an `EnvSpec` and its params to concrete shapes, offsets, spaces and kernel constants.
 
 All state, inputs and outputs of every environment live in one allocation, structure of
-arrays: a float64 section (first, so it is 8-byte aligned), a float32, an int32 and a uint8
-section, each field a contiguous
-``(num_envs, *shape)`` block. A field's offset is ``num_envs * per_env_offset`` so the kernels
-find every field from the buffer length alone, and adding an environment never recompiles.
+arrays: each field a contiguous ``(num_envs, *shape)`` block (`gpu_zoo.core.buffers`). Shapes
+depend on the params only, never on ``num_envs``, so adding an environment never recompiles.
 """
 
 from __future__ import annotations
@@ -158,15 +156,11 @@ class Layout:
         return out
 
     def _place(self):
-        """Assigns each field its per-env offset inside its dtype section."""
-        self.offsets: dict[str, int] = {}
+        """``words_per_env``: 32-bit words of state, inputs and outputs per env."""
         sizes = dict.fromkeys(("f64", "f32", "i32", "u8"), 0)
         for f in self.fields.values():
-            self.offsets[f.name] = sizes[f.dtype]
             sizes[f.dtype] += math.prod(f.shape)
-        sizes["u8"] = -(-sizes["u8"] // 4) * 4  # whole int32 words
-        self.per_env = sizes
-        self.words_per_env = 2 * sizes["f64"] + sizes["f32"] + sizes["i32"] + sizes["u8"] // 4
+        self.words_per_env = 2 * sizes["f64"] + sizes["f32"] + sizes["i32"] + -(-sizes["u8"] // 4)
 
     @cached_property
     def obs_elements(self) -> int:

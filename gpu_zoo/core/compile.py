@@ -429,8 +429,8 @@ def sim_syncwarp(block: int, warp: int):
 
 
 def stage_rows_enabled() -> bool:
-    """Whether launches stage by-block observation rows (``GPU_ZOO_STAGE_ROWS=1``; off by default)."""
-    return os.environ.get("GPU_ZOO_STAGE_ROWS", "0") == "1"
+    """Whether launches stage by-block observation rows (on unless ``GPU_ZOO_STAGE_ROWS=0``)."""
+    return os.environ.get("GPU_ZOO_STAGE_ROWS", "1") != "0"
 
 
 def _staged_width(layout: Layout, shape: LaunchShape, stages) -> int:

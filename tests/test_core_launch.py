@@ -28,13 +28,6 @@ def test_the_simulator_keeps_blocks_tiny():
     assert launch_shape(1000, simulator=True, threads_per_env=64).block == 64  # unless asked for more
 
 
-def test_rows_are_staged_when_an_env_has_a_warp_unless_switched_off(monkeypatch):
-    assert launch_shape(100, threads_per_env=512).stage_rows
-    assert not launch_shape(4, num_envs=1 << 20).stage_rows  # 4 lanes an env: no warp to give a row
-    monkeypatch.setenv("GPU_ZOO_STAGE_ROWS", "0")
-    assert not launch_shape(100, threads_per_env=512).stage_rows
-
-
 def test_every_field_starts_on_a_cache_line():
     from gpu_zoo.core.buffers import FIELD_ALIGN
 

@@ -55,30 +55,3 @@ def test_cpu_and_cuda_targets_agree(case, cuda_device):
         gpu.step({g: a.to(cuda_device) for g, a in acts.items()})
         assert_same_state(cpu, gpu, f"step {t}")
     assert int(cpu.state.ep_count.sum()) >= num_envs, "the run should include auto-resets"
-
-
-STAGED = {  # rows of 36 values: a warp each, staged through shared memory
-    "full": dict(num_taggers=2, num_runners=4, max_cycles=6, tagging_distance=0.15),
-    "nearest": dict(num_taggers=1, num_runners=6, max_cycles=5, tagging_distance=0.2, use_full_observation=False,
-                    num_other_agents_observed=5),  # zeros for the agents out of the game
-}
-
-
-@pytest.mark.parametrize("case, tpe", [("full", 32), ("full", 64), ("nearest", 32)])
-def test_staged_observation_rows_agree_with_the_cpu_target(case, tpe, cuda_device, monkeypatch):
-    monkeypatch.delenv("GPU_ZOO_STAGE_ROWS", raising=False)
-    kw = STAGED[case]
-    spec = gpu_zoo.get_spec("tag_continuous_v0")
-    cpu = BatchedEnv(spec, 2, device="cpu", **kw)
-    gpu = BatchedEnv(spec, 2, device=cuda_device, target="cuda", threads_per_env=tpe, **kw)
-    assert gpu._launcher.shape.stage_rows
-    cpu.reset(seed=11)
-    gpu.reset(seed=11)
-    assert_same_state(cpu, gpu, "after reset")
-    gen = torch.Generator().manual_seed(3)
-    for t in range(kw["max_cycles"] + 3):
-        acts = cpu.sample_actions(gen)
-        cpu.step(acts)
-        gpu.step({g: a.to(cuda_device) for g, a in acts.items()})
-        assert_same_state(cpu, gpu, f"step {t}")
-    assert int(cpu.state.ep_count.sum()) >= 2, "the run should include auto-resets"

@@ -23,7 +23,6 @@ import math
 import os
 import sys
 import tempfile
-import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -43,7 +42,6 @@ class LaunchShape:
     threads_per_env: int
     envs_per_block: int
     max_registers: int | None = None  # a cap per thread: more blocks resident per SM, some spills
-    stage_rows: bool = False  # by-block observation rows through shared memory (`_cuda_staged_rows`)
 
     @property
     def block(self) -> int:
@@ -100,12 +98,11 @@ def launch_shape(num_agents: int, simulator: bool = False, block: int = 128,
         spare = min(pow2(-(-obs_elements // 64)), pow2(-(-FILL_THREADS // max(1, num_envs))))
         tpe = min(max(pow2(num_agents), spare), 256)
     if simulator:  # the simulator runs a thread per OS thread: few, unless the caller names them
-        tpe = tpe if threads_per_env is not None else min(tpe, 8)
-        return LaunchShape(tpe, 1, stage_rows=stage_rows_enabled() and tpe >= 32)
+        return LaunchShape(tpe if threads_per_env is not None else min(tpe, 8), 1)
     epb = max(1, block // tpe)
     if max_registers is None and threads_per_env is None and tpe * epb == 256:
         max_registers = WIDE_BLOCK_REGISTERS
-    return LaunchShape(tpe, epb, max_registers, stage_rows_enabled() and tpe >= 32)
+    return LaunchShape(tpe, epb, max_registers)
 
 
 def layout_launch_shape(layout: Layout, num_envs: int, simulator: bool = False, block: int = 128,
@@ -413,77 +410,6 @@ def _cuda_run_loops(gi, tpe: int, target: str, value: str, observed: bool) -> li
     return out
 
 
-# Shared memory a block may give to staged observation rows (the static limit is 48 KiB).
-STAGE_BYTES = 46 * 1024
-
-
-_sim_warps: dict[tuple[int, int], threading.Barrier] = {}
-_sim_warps_lock = threading.Lock()
-
-
-def sim_syncwarp(block: int, warp: int):
-    """``cuda.syncwarp()`` for Numba's CUDA simulator, which has none: its threads are OS threads."""
-    with _sim_warps_lock:
-        barrier = _sim_warps.setdefault((block, warp), threading.Barrier(32))
-    barrier.wait()
-
-
-def stage_rows_enabled() -> bool:
-    """Whether launches stage by-block observation rows (on unless ``GPU_ZOO_STAGE_ROWS=0``)."""
-    return os.environ.get("GPU_ZOO_STAGE_ROWS", "1") != "0"
-
-
-def _staged_width(layout: Layout, shape: LaunchShape, stages) -> int:
-    """Row length of the block's staging buffer, one row a warp (0: no staging).
-
-    Staged: by-block observations whose rows are a warp long or more, when a row per warp of the
-    block fits in `STAGE_BYTES`.
-    """
-    if not shape.stage_rows:
-        return 0
-    if not any(kind == "elem" and fn[3] for st in stages for kind, fn, _ in st.items):
-        return 0
-    width = max((gi.group.obs_size for gi in layout.groups.values() if gi.group.obs_size >= ROW_MIN), default=0)
-    return width if width and (shape.block // 32) * width * 4 <= STAGE_BYTES else 0
-
-
-def _cuda_staged_rows(gi, tpe: int, target: str, value: str, observed: bool, sync: str) -> list[str]:
-    """By-block values a row to a warp, computed into the warp's row of shared memory, then stored by lines.
-
-    A warp's store of 32 values from an index that is a multiple of 32 fills one 128-byte line
-    (fields start on lines, `gpu_zoo.core.buffers`); written straight from the pairs, a row of 99
-    values started anywhere in a line and each store touched five sectors for four sectors' worth.
-    """
-    D, n, lo = gi.group.obs_size, gi.count, gi.lo
-    R = tpe // 32
-    ind = "            "
-    out = [f"        al = {lo} + ((lane // 32 + {R - lo % R}) & {R - 1})", f"        while al < {lo + n}:",
-           f"{ind}a = al & {NONNEG}", f"{ind}ai = a - {lo}"]
-    if observed:
-        out.append(f"{ind}seen = _observing(s, e, a)")
-    for run in _block_runs(gi):
-        size = run[0][2]
-        out += [f"{ind}jl = wl", f"{ind}while jl < {size}:", f"{ind}    j = jl & {NONNEG}"]
-        for b, _, _ in run:
-            val = value.format(b=b)
-            out.append(f"{ind}    v{b} = ({val}) if seen else np.float32(0.0)" if observed
-                       else f"{ind}    v{b} = {val}")
-        out += [f"{ind}    _rows[wb, {off} + jl] = v{b}" for b, off, _ in run]
-        out.append(f"{ind}    jl += 32")
-    out += [f"{ind}{sync}",
-            # the first line holds the row's start (and the end of the previous row's); D >= 32
-            f"{ind}k = wl - ((e * {n} + ai) * {D} & 31)",
-            f"{ind}if k >= 0:",
-            f"{ind}    s.{target}_{gi.name}[e, np.uint64(ai), np.uint64(k)] = _rows[wb, k]",
-            f"{ind}k += 32",
-            f"{ind}while k < {D}:",
-            f"{ind}    s.{target}_{gi.name}[e, np.uint64(ai), np.uint64(k)] = _rows[wb, k]",
-            f"{ind}    k += 32",
-            f"{ind}{sync}",
-            f"{ind}al += {R}"]
-    return out
-
-
 def _scratch_args(names, target: str) -> str:
     """Extra arguments of a phase with scratch: the env's rows on the CPU, the thread's own arrays on CUDA."""
     return "".join(f", s.{n}[e]" if target == "cpu" else f", _scratch_{n}" for n in names)
@@ -497,7 +423,7 @@ def _scratch_decls(layout: Layout) -> list[str]:
             for n in layout.scratch_fields]
 
 
-def _cuda_body(name: str, stages: _Stages, layout: Layout, shape: LaunchShape, sim: bool, staged: int = 0) -> str:
+def _cuda_body(name: str, stages: _Stages, layout: Layout, shape: LaunchShape, sim: bool) -> str:
     A = layout.num_agents
     tpe, epb = shape.threads_per_env, shape.envs_per_block
     cap = f", max_registers={shape.max_registers}" if shape.max_registers else ""
@@ -507,9 +433,6 @@ def _cuda_body(name: str, stages: _Stages, layout: Layout, shape: LaunchShape, s
            "    n_env = s.t.shape[0]", "    tid = cuda.threadIdx.x & 1023",
            f"    e = (cuda.blockIdx.x & {NONNEG}) * {epb} + tid // {tpe}", f"    lane = tid & {tpe - 1}",
            "    ok = e < n_env", "    p = _params(s, min(e, n_env - 1))", *_scratch_decls(layout)]
-    if staged:
-        out += [f"    _rows = cuda.shared.array(({shape.block // 32}, {staged}), np.float32)",
-                "    wb = tid // 32", "    wl = tid & 31"]
     for kind, fn, guard in stages.items:
         cond = {"": "ok", "done": "ok and s.done[e]", "restart": "ok and s.done[e] and s.autoreset[e]"}[guard]
         if kind == "agent":
@@ -528,11 +451,7 @@ def _cuda_body(name: str, stages: _Stages, layout: Layout, shape: LaunchShape, s
             for gi in layout.groups.values():
                 # {b} stays a placeholder for the block loops to fill
                 value_g = value.format(g=gi.name, b="{b}")
-                if staged and by_block and gi.group.obs_size >= ROW_MIN:
-                    sync = "_syncwarp(cuda.blockIdx.x, wb)" if sim else "cuda.syncwarp()"
-                    out += _cuda_staged_rows(gi, tpe, target, value_g, observed, sync)
-                else:
-                    out += _cuda_elem_loop(gi, tpe, target, value_g, observed, by_block)
+                out += _cuda_elem_loop(gi, tpe, target, value_g, observed, by_block)
         out.append("    cuda.syncthreads()")
     return "\n".join(out)
 
@@ -569,7 +488,6 @@ def generate_source(layout: Layout, target: str, shape: LaunchShape | None) -> s
         "from gpu_zoo.core.episode import observing as _observing",
         *(["from gpu_zoo.core.rebuild import rebuild, plain, cuda_device", "_memo = {}"] if cuda else []),
         *(["_observing = rebuild(_observing, " + wrap + ", _memo)"] if cuda else []),
-        *(["from gpu_zoo.core.compile import sim_syncwarp as _syncwarp"] if sim else []),
         *(f"{a} = rebuild({a}, {wrap}, _memo)" for a in (sorted(imports) if cuda else ())),
         # On the CPU an observation function and its helpers are inlined into the element loop: a
         # call per element, passing the state tuple (every field's array), costs more than most elements.
@@ -584,9 +502,7 @@ def generate_source(layout: Layout, target: str, shape: LaunchShape | None) -> s
         bodies = [_cpu_body("step", step, layout, helpers), _cpu_body("reset", reset, layout, helpers)]
         parts += [src for _, src in helpers.values()] + bodies
     else:
-        staged = _staged_width(layout, shape, (step, reset))
-        parts += [_cuda_body("step", step, layout, shape, sim, staged),
-                  _cuda_body("reset", reset, layout, shape, sim, staged)]
+        parts += [_cuda_body("step", step, layout, shape, sim), _cuda_body("reset", reset, layout, shape, sim)]
     return "\n\n\n".join(parts) + "\n"
 
 

@@ -15,6 +15,9 @@ from collections.abc import Callable
 
 from numba.core.dispatcher import Dispatcher
 
+CUDA_TWINS: dict = {}
+"""njit function -> factory of the CUDA device function that replaces it on CUDA (`gpu_zoo.core.floats`)."""
+
 
 def rebuild(fn, wrap: Callable, memo: dict):
     """``wrap`` applied to a twin of njit function ``fn`` whose njit globals are rebuilt likewise."""
@@ -22,6 +25,9 @@ def rebuild(fn, wrap: Callable, memo: dict):
         return fn
     if fn in memo:
         return memo[fn]
+    if wrap is cuda_device and fn in CUDA_TWINS:
+        memo[fn] = twin = CUDA_TWINS[fn]()
+        return twin
     py = fn.py_func
     namespace: dict = {}
     twin = types.FunctionType(py.__code__, namespace, py.__name__, py.__defaults__, py.__closure__)

@@ -76,6 +76,7 @@ import numpy as np
 
 from gpu_zoo.core import EnvSpec, Field, Group, ObsBlock, PerAgent, PerEnv, PerItem, PerObs, kernel_fn
 from gpu_zoo.core.episode import observing
+from gpu_zoo.core.floats import mul_rn
 from gpu_zoo.core.rng import randint, uniform
 
 _TWO_PI = np.float32(2.0 * math.pi)
@@ -204,8 +205,9 @@ def _level(idx, lo, hi, levels):
     """Index 0 -> no change; index i -> value i-1 of `levels` evenly spaced in [lo, hi].
 
     Rounded as WarpDrive's levels, ``np.linspace`` of float32 bounds, are: in float32, step
-    first, the last level exactly ``hi``. A level one rounding off can flip, steps later,
-    whether a speed lands exactly on 0 and with it whether the acceleration resets.
+    first, the last level exactly ``hi``, the product rounded before the add on both targets
+    (`mul_rn`). A level one rounding off can flip, steps later, whether a speed lands exactly on
+    0 and with it whether the acceleration resets, or whether a heading wraps to 2 pi.
     """
     if idx <= 0:
         return _ZERO
@@ -215,7 +217,7 @@ def _level(idx, lo, hi, levels):
     if idx >= levels:
         return hi32
     step = (hi32 - lo32) / np.float32(levels - 1)
-    return np.float32(np.float32(idx - 1) * step) + lo32
+    return mul_rn(np.float32(idx - 1), step) + lo32
 
 
 @kernel_fn

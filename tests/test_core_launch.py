@@ -1,6 +1,7 @@
 """CUDA launch shapes: how threads are spread over envs and agents (no GPU needed to choose one)."""
 
 import pytest
+import torch
 
 import gpu_zoo
 from gpu_zoo.core.compile import FILL_THREADS, launch_shape
@@ -29,13 +30,18 @@ def test_the_simulator_keeps_blocks_tiny():
 
 
 def test_every_field_starts_on_a_cache_line():
-    from gpu_zoo.core.buffers import FIELD_ALIGN
+    from gpu_zoo.core.buffers import FIELD_ALIGN, Buffers
+    from gpu_zoo.core.layout import Layout
 
-    env = gpu_zoo.make("gather_trade_build_v0", num_envs=3, device="cpu")
-    base = env.buffers.storage.data_ptr()
-    assert all((v.data_ptr() - base) % FIELD_ALIGN == 0 for v in env.buffers.raw.values())
-    end = max(v.data_ptr() - base + v.numel() * v.element_size() for v in env.buffers.raw.values())
-    assert end <= env.buffers.nbytes()
+    spec = gpu_zoo.get_spec("gather_trade_build_v0")  # fields of all four dtypes; no kernel is compiled
+    buffers = Buffers(Layout(spec, spec.make_params()), 3, torch.device("cpu"))
+    base = buffers.storage.data_ptr()
+    assert {f.dtype for f in buffers.layout.fields.values()} == {"f64", "f32", "i32", "u8"}
+    assert all((v.data_ptr() - base) % FIELD_ALIGN == 0 for v in buffers.raw.values())
+    spans = sorted((v.data_ptr() - base, v.data_ptr() - base + v.numel() * v.element_size())
+                   for v in buffers.raw.values())
+    assert all(end <= start for (_, end), (start, _) in zip(spans, spans[1:], strict=False))  # none overlap
+    assert spans[-1][1] <= buffers.nbytes()
 
 
 def test_threads_per_env_overrides():

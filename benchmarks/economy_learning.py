@@ -20,6 +20,12 @@ writes ``OUT/pretrain/workers.pt``, and ``--init-from`` that file runs phase 2.
     python -m benchmarks.economy_learning --pretrain-only --max-minutes 8 --out /tmp/econ
     python -m benchmarks.economy_learning --init-from /tmp/econ/pretrain/workers.pt --max-minutes 7 --out /tmp/econ
 
+A run longer than one sitting continues with ``--resume`` and the same arguments: every run ends by
+writing ``OUT/REGIME/resume.pt`` (policies, optimiser state and each env's episode count, a few
+MB; not the env state, tens of MB at 1024 envs), and a resumed regime trains on from it for
+another ``--max-minutes`` on fresh episodes, its tax annealing where it was, its ``progress.csv``
+and record carried on (keep ``result.json`` and ``progress.csv`` beside ``resume.pt``).
+
 Each regime's trained policies then play ``--eval-episodes`` episodes (auto-reset off, so the final
 state can be read), as do uniformly random workers without taxes (the floor). Reported per regime:
 productivity (mean coin per worker at the end, escrow included), equality (1 - Gini of coin) and
@@ -157,7 +163,26 @@ def checkpoint_summary(path: str) -> dict:
             "env_kwargs": saved["args"]["env_kwargs"], "train_groups": saved["args"]["train_groups"]}
 
 
-def train_for(args, max_seconds: float = 0.0):
+RESUME = "resume.pt"  # in a regime's folder: its policies, optimiser and episode counts, without env state
+
+
+def resume_point(args, folder: Path) -> Path:
+    """``folder/resume.pt``, checked to continue a run with ``args``'s settings; SystemExit naming what differs."""
+    from trainers.config import RUN_CONTROL
+
+    path = folder / RESUME
+    if not path.is_file():
+        raise SystemExit(f"--resume: no {path} (a run writes it when it ends)")
+    saved = torch.load(path, map_location="cpu", weights_only=False)["args"]
+    mine = dataclasses.asdict(args)
+    differ = sorted(k for k in mine if k not in (*RUN_CONTROL, "init_from") and saved.get(k) != mine[k])
+    if differ:
+        raise SystemExit(f"--resume: {path} was trained with other settings: "
+                         + ", ".join(f"{k} {saved.get(k)!r} (now {mine[k]!r})" for k in differ))
+    return path
+
+
+def train_for(args, max_seconds: float = 0.0, resume: Path | None = None):
     """``trainers.loop.train`` stopped after ``max_seconds`` (0: its budget); (trainer, seconds)."""
     from trainers.loop import train
 
@@ -170,7 +195,7 @@ def train_for(args, max_seconds: float = 0.0):
             raise KeyboardInterrupt  # train() then checkpoints and re-raises; the record says how far it got
 
     try:
-        trainer = train(args, callback=stop_at_deadline)
+        trainer = train(args, resume=resume, callback=stop_at_deadline)
     except KeyboardInterrupt:
         if "trainer" not in seen:
             raise
@@ -180,20 +205,28 @@ def train_for(args, max_seconds: float = 0.0):
 
 def train_one(regime: str, env_steps: int, out: Path, num_envs: int, eval_episodes: int, device: str | None,
               max_seconds: float = 0.0, command: str = "", init_from: str = "", anneal_episodes: float = 0.0,
-              run_with: tuple[str, ...] = (), planner_settings: dict | None = None, env_kw: dict | None = None):
+              run_with: tuple[str, ...] = (), planner_settings: dict | None = None, env_kw: dict | None = None,
+              resume: bool = False):
     """Child process: trains one regime, evaluates it, writes ``out/regime/result.json``.
 
     The ``pretrain`` regime only trains, and writes its workers' policies to ``out/pretrain/workers.pt``.
+    Every run ends by writing ``out/regime/resume.pt``; ``resume`` continues from it (and from the
+    ``result.json`` and ``progress.csv`` beside it), so a run can span several sessions of a machine.
     """
     import gpu_zoo
 
     args = ppo_args(regime, env_steps, out, num_envs, device, init_from, anneal_episodes, planner_settings, env_kw)
-    trainer, seconds = train_for(args, max_seconds)
+    folder = out / regime
+    earlier = json.loads((folder / "result.json").read_text()) if resume and (folder / "result.json").exists() else {}
+    trainer, seconds = train_for(args, max_seconds, resume_point(args, folder) if resume else None)
+    trainer.save(folder / RESUME, env_state=False)
+    resumed = [*earlier.get("resumed_at_env_steps", []), earlier["env_steps"]] if earlier else []
     record = {"regime": regime, "env_kwargs": args.env_kwargs, "trained_groups": args.train_groups,
               "init_from": checkpoint_summary(init_from) if init_from else None,
               "command": command, "run_with": run_with, "device_name": torch.cuda.get_device_name(trainer.device)
               if trainer.device.type == "cuda" else "CPU",
-              "env_steps": trainer.iteration * args.env_steps_per_iteration, "train_seconds": seconds,
+              "env_steps": trainer.iteration * args.env_steps_per_iteration,
+              "train_seconds": earlier.get("train_seconds", 0.0) + seconds, "resumed_at_env_steps": resumed,
               "eval_episodes": eval_episodes, "ppo": dataclasses.asdict(args)}
     if regime == PRETRAIN:
         # The policies alone (1.4 MB, not the checkpoint's env state): what phase 2 starts from.
@@ -391,6 +424,9 @@ def main(argv=None):
     ap.add_argument("--env-kw", type=json.loads, default={}, metavar="JSON",
                     help='env arguments of every regime and phase, e.g. the AI Economist\'s training configuration '
                          '{"fixed_four_skill_and_loc": true}')
+    ap.add_argument("--resume", action="store_true",
+                    help="continue each regime (or phase 1) from OUT/REGIME/resume.pt, which every run writes when "
+                         "it ends, for another --max-minutes; the same settings as the run it continues")
     ap.add_argument("--report", metavar="OUT", default=None, help="only write the table and plot from OUT")
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--command", default="", help=argparse.SUPPRESS)
@@ -405,7 +441,7 @@ def main(argv=None):
         run_with = tuple(r for r in args.run_with.split(",") if r)
         train_one(args.child, args.env_steps, out, args.num_envs, args.eval_episodes, args.device,
                   args.max_minutes * 60, args.command, args.init_from, anneal, run_with, args.planner_settings,
-                  args.env_kw)
+                  args.env_kw, args.resume)
         return
     if sum(map(bool, (args.two_phase, args.pretrain_only, args.init_from))) > 1:
         ap.error("--two-phase, --pretrain-only and --init-from are alternatives")
@@ -421,6 +457,7 @@ def main(argv=None):
             "--env-kw", json.dumps(args.env_kw),
             "--command", f"python -m benchmarks.economy_learning {given}"]
     base += ["--device", args.device] if args.device else []
+    base += ["--resume"] if args.resume else []
 
     def start(regime, minutes, extra=()):
         (out / regime).mkdir(exist_ok=True)

@@ -61,6 +61,17 @@ def test_seeds_replay_and_differ(env):
     assert not torch.equal(a, env.state.pos_x), "reset() without a seed starts a new episode"
 
 
+def test_a_reset_can_start_the_episode_counts(env):
+    env.reset(seed=7, episode_counts=torch.tensor([3, 0, 5, 1]))
+    assert env.state.ep_count.tolist() == [3, 0, 5, 1]
+    env.reset(seed=7)
+    assert env.state.ep_count.tolist() == [0, 0, 0, 0]
+    for bad, match in ((torch.tensor([1, 2]), r"shape \(4,\)"), (torch.ones(4), "integers"),
+                       (torch.tensor([0, -1, 0, 0]), "negative")):
+        with pytest.raises(ValueError, match=match):
+            env.reset(seed=7, episode_counts=bad)
+
+
 def test_trajectories_replay_exactly(env):
     def run():
         env.reset(seed=5)

@@ -4,6 +4,7 @@ Its tax annealing schedule, the limit a planner is evaluated under, and what an 
 episode reports.
 """
 
+import dataclasses
 from types import SimpleNamespace
 
 import numpy as np
@@ -86,3 +87,19 @@ def test_a_record_says_how_its_planner_was_credited():
     assert planner_note(current) == "" and planner_note(fixed) == ""
     assert "usual GAE" in planner_note(older)
     assert planner_note(lambda_one) == "GAE lambda 1"
+
+
+def test_a_resume_continues_only_a_run_of_the_same_settings(tmp_path):
+    from benchmarks.economy_learning import RESUME, ppo_args, resume_point
+    from trainers.config import with_overrides
+
+    args = ppo_args("ai_planner", 10_000, tmp_path, 4, "cpu", anneal_episodes=100)
+    folder = tmp_path / "ai_planner"
+    with pytest.raises(SystemExit, match="no .*resume.pt"):
+        resume_point(args, folder)
+    folder.mkdir()
+    torch.save({"args": dataclasses.asdict(args)}, folder / RESUME)
+    moved = with_overrides(args, out="/elsewhere", device="cuda", total_env_steps=20_000)  # run control may change
+    assert resume_point(moved, folder) == folder / RESUME
+    with pytest.raises(SystemExit, match=r"num_envs 4 \(now 8\)"):
+        resume_point(with_overrides(args, num_envs=8), folder)

@@ -186,6 +186,29 @@ def test_a_group_can_take_fewer_passes_over_the_batch(tmp_path):
         assert any(not torch.equal(a, b) for a, b in zip(before[g], pol.parameters(), strict=True)), g
 
 
+def test_a_checkpoint_without_env_state_resumes_with_fresh_episodes(tmp_path):
+    args = tiny_args(tmp_path, total_env_steps=512)
+    first = Trainer(args)
+    for _ in range(3):  # episodes of GRID_SMALL end within these steps: the counts are not all zero
+        first.rollout()
+        first.update()
+        first.iteration += 1
+    first.save(tmp_path / "slim.pt", env_state=False)
+    saved = torch.load(tmp_path / "slim.pt", weights_only=False)
+    assert "env_state" not in saved and int(saved["episode_counts"].sum()) > 0
+
+    second = Trainer(args)
+    second.load(tmp_path / "slim.pt")
+    assert second.iteration == 3
+    assert torch.equal(second.env.state.ep_count, first.env.state.ep_count)
+    for a, b in zip(first.policies.parameters(), second.policies.parameters(), strict=True):
+        assert torch.equal(a, b)
+    starts = [torch.cat([t.env.state.x, t.env.state.y]) for t in (second, Trainer(args))]
+    assert not torch.equal(*starts), "episodes restart unlike the run's first"
+    second.rollout()  # and the run goes on
+    second.update()
+
+
 @pytest.mark.parametrize("settings, match", [
     ({"runner": {"num_steps": 4}}, "cannot differ per group"),
     ({"runner": {"update_epochs": 0}}, r"group_settings\['runner'\]: update_epochs"),

@@ -31,6 +31,7 @@ from trainers.config import Args
 from trainers.policy import GroupPolicy
 
 LOSS_STATS = ("pg", "vf", "entropy", "approx_kl", "clipfrac")
+RESTART_SEED = 1_000_033  # per iteration: a resume without env state starts episodes unlike the run's first
 
 
 # --------------------------------------------------------------------- pure parts
@@ -304,14 +305,24 @@ class Trainer:
                 + [f"loss/{g}/{k}" for g in self.policies for k in LOSS_STATS])
 
     # ----------------------------------------------------------------- persistence
-    def save(self, path: Path):
-        """Everything a resumed run needs to continue exactly, written atomically."""
+    def save(self, path: Path, env_state: bool = True):
+        """Everything a resumed run needs to continue exactly, written atomically.
+
+        With ``env_state=False`` the env's buffers stay out (tens of MB for a large batch of a big
+        env) and each env's finished-episode count goes in: a run resumed from it starts fresh
+        episodes, seeded apart from the ones it began with, and whatever counts episodes (the
+        economy's tax annealing) goes on from the counts.
+        """
         state = {"args": dataclasses.asdict(self.args), "iteration": self.iteration, "seconds": self.seconds,
                  "policies": self.policies.state_dict(), "opt": self.opt.state_dict(),
                  "torch_rng": torch.get_rng_state(),
                  "cuda_rng": torch.cuda.get_rng_state(self.device) if self.device.type == "cuda" else None,
-                 "env_state": self.env.buffers.storage, "episode_acc": self.episode_acc,
-                 "loss_acc": self.loss_acc, "updates_since_log": self.updates_since_log}
+                 "episode_acc": self.episode_acc, "loss_acc": self.loss_acc,
+                 "updates_since_log": self.updates_since_log}
+        if env_state:
+            state["env_state"] = self.env.buffers.storage
+        else:
+            state["episode_counts"] = self.env.state.ep_count.clone()
         tmp = path.with_suffix(".tmp")
         torch.save(state, tmp)
         os.replace(tmp, path)  # atomic: a crash mid-write never leaves a broken checkpoint
@@ -342,8 +353,12 @@ class Trainer:
         torch.set_rng_state(state["torch_rng"].cpu())
         if state["cuda_rng"] is not None and self.device.type == "cuda":
             torch.cuda.set_rng_state(state["cuda_rng"].cpu(), self.device)
-        # The env's observations live in its state buffer, so this restores them too.
-        self.env.buffers.storage.copy_(state["env_state"])
+        if "env_state" in state:
+            # The env's observations live in its state buffer, so this restores them too.
+            self.env.buffers.storage.copy_(state["env_state"])
+        else:  # fresh episodes, seeded apart from every earlier start of this run
+            self.env.reset(seed=self.args.seed + self.rank + RESTART_SEED * self.iteration,
+                           episode_counts=state["episode_counts"])
         self.episode_acc.copy_(state["episode_acc"])
         self.loss_acc.copy_(state["loss_acc"])
         self.updates_since_log = list(state["updates_since_log"])

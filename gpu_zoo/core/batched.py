@@ -133,12 +133,22 @@ class BatchedEnv:
                                    torch.as_tensor(sp.high, device=self.device))
 
     # -------------------------------------------------------------------- API
-    def reset(self, seed: int | None = None) -> dict[str, torch.Tensor]:
+    def reset(self, seed: int | None = None, episode_counts: torch.Tensor | None = None) -> dict[str, torch.Tensor]:
         """Resets every environment. With a seed, env ``e`` of episode ``k`` always starts alike.
 
-        Returns the observations, one ``(num_envs, group_size, obs_size)`` tensor per group.
+        ``episode_counts`` (one integer per env) starts the finished-episode counts there instead
+        of at zero, before the envs start: a run resumed without its env state keeps what counts
+        episodes (the economy's tax annealing) where it was. Returns the observations, one
+        ``(num_envs, group_size, obs_size)`` tensor per group.
         """
         f = self.state
+        if episode_counts is not None:
+            counts = torch.as_tensor(episode_counts)
+            if counts.shape != (self.num_envs,) or counts.is_floating_point() or counts.dtype == torch.bool:
+                raise ValueError(f"episode_counts must be integers of shape ({self.num_envs},), got "
+                                 f"{counts.dtype} of shape {tuple(counts.shape)}")
+            if bool((counts < 0).any()):
+                raise ValueError("episode_counts must not be negative")
         if seed is None and not self._seeded:
             seed = secrets.randbits(62)
         if seed is not None:
@@ -150,6 +160,8 @@ class BatchedEnv:
             f.episode.add_(1)
         for name in ("ep_count", "last_len", "last_ret", "rew", "ep_ret"):
             getattr(f, name).zero_()
+        if episode_counts is not None:
+            f.ep_count.copy_(counts.to(f.ep_count.device, f.ep_count.dtype))
         for d in (self.final_obs, self.obs):
             for t in d.values():
                 t.zero_()

@@ -168,17 +168,17 @@ RESUME = "resume.pt"  # in a regime's folder: its policies, optimiser and episod
 
 def resume_point(args, folder: Path) -> Path:
     """``folder/resume.pt``, checked to continue a run with ``args``'s settings; SystemExit naming what differs."""
-    from trainers.config import RUN_CONTROL
+    from trainers.config import Args, changed_settings
 
     path = folder / RESUME
     if not path.is_file():
         raise SystemExit(f"--resume: no {path} (a run writes it when it ends)")
-    saved = torch.load(path, map_location="cpu", weights_only=False)["args"]
-    mine = dataclasses.asdict(args)
-    differ = sorted(k for k in mine if k not in (*RUN_CONTROL, "init_from") and saved.get(k) != mine[k])
+    saved = Args(**torch.load(path, map_location="cpu", weights_only=False)["args"])
+    mine = {k: v for k, v in dataclasses.asdict(args).items() if k != "init_from"}  # its path may move
+    differ = changed_settings(saved, mine)
     if differ:
         raise SystemExit(f"--resume: {path} was trained with other settings: "
-                         + ", ".join(f"{k} {saved.get(k)!r} (now {mine[k]!r})" for k in differ))
+                         + ", ".join(f"{k} {getattr(saved, k)!r} (now {mine[k]!r})" for k in differ))
     return path
 
 

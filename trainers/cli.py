@@ -16,7 +16,7 @@ import sys
 
 import torch
 
-from trainers.config import PRESETS, RUN_CONTROL, Args, field_docs, preset, with_overrides
+from trainers.config import PRESETS, RUN_CONTROL, Args, changed_settings, field_docs, preset, with_overrides
 
 _TYPES = {"int": int, "float": float, "float | None": float, "str": str, "str | None": str, "dict": json.loads}
 
@@ -65,7 +65,7 @@ def args_for_train(ns: argparse.Namespace, parser: argparse.ArgumentParser) -> A
     if not ns.resume:
         return with_overrides(preset(given.get("env_id", Args.env_id)), **given)
     saved = Args(**torch.load(ns.resume, map_location="cpu", weights_only=False)["args"])
-    changed = sorted(k for k, v in given.items() if k not in RUN_CONTROL and v != getattr(saved, k))
+    changed = changed_settings(saved, given)
     if changed:
         parser.error(f"--resume continues {ns.resume} with its own settings; it cannot change {changed} "
                      f"(only {', '.join(RUN_CONTROL)})")

@@ -171,6 +171,14 @@ RUN_CONTROL = ("total_env_steps", "out", "device", "cuda_graph", "torch_threads"
 """Fields a resumed run may change: they steer the run, not what it computes."""
 
 
+def changed_settings(saved: Args, settings: dict) -> list[str]:
+    """What a run resumed from ``saved`` may not take from ``settings`` (field -> value).
+
+    The names outside `RUN_CONTROL` whose values differ from ``saved``'s, sorted.
+    """
+    return sorted(k for k, v in settings.items() if k not in RUN_CONTROL and v != getattr(saved, k))
+
+
 @cache
 def field_docs() -> dict[str, str]:
     """The docstring under each field of `Args`, read from its source."""

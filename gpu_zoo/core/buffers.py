@@ -18,9 +18,9 @@ class Buffers:
 
     ``fields.<name>`` are the ``(num_envs, *shape)`` views Python code reads and writes (booleans
     as ``torch.bool``), and ``raw.<name>`` the same views with booleans as uint8, which the
-    kernels receive. Every field starts on a `FIELD_ALIGN`-byte boundary of the allocation, so a
-    kernel knows which elements share a cache line: a warp storing 32 floats from an aligned index
-    writes one whole line instead of parts of two.
+    kernels receive. Every field starts on a `FIELD_ALIGN`-byte boundary of the allocation: rows
+    whose length is a multiple of 32 floats then start on a cache line, and a warp's 32 stores
+    fill one line instead of parts of two.
     """
 
     def __init__(self, layout: Layout, num_envs: int, device: torch.device):

@@ -1,0 +1,42 @@
+"""An env on a GPU other than the current one steps there, and replays what the current GPU gives.
+
+Needs two real GPUs (``GPU_ZOO_REAL_CUDA=1`` on a host with two or more); skipped otherwise.
+"""
+
+import pytest
+import torch
+
+import gpu_zoo
+
+pytestmark = pytest.mark.cuda
+
+CASES = {
+    "tag_continuous_v0": dict(num_taggers=2, num_runners=6, max_cycles=8),
+    "gather_trade_build_v0": dict(max_cycles=12, tax_period=4),
+}
+
+
+@pytest.fixture
+def two_gpus():
+    if torch.cuda.device_count() < 2:
+        pytest.skip("needs two GPUs")
+    torch.cuda.set_device(0)
+
+
+@pytest.mark.parametrize("env_id", sorted(CASES))
+@pytest.mark.parametrize("cuda_graph", [True, False])
+def test_an_env_on_the_second_gpu_replays_the_first(env_id, cuda_graph, two_gpus):
+    envs = [gpu_zoo.make(env_id, num_envs=4, device=f"cuda:{i}", cuda_graph=cuda_graph, **CASES[env_id])
+            for i in (0, 1)]
+    assert torch.cuda.current_device() == 0
+    first = [env.reset(seed=5) for env in envs]
+    for group, obs in first[0].items():
+        assert torch.equal(obs.cpu(), first[1][group].cpu()), f"reset, obs of group {group}"
+    gen = torch.Generator().manual_seed(1)
+    for t in range(20):
+        acts = envs[0].sample_actions(gen)
+        outs = [env.step({g: a.to(env.device) for g, a in acts.items()}) for env in envs]
+        for what, (mine, theirs) in (("obs", (outs[0][0], outs[1][0])), ("reward", (outs[0][1], outs[1][1]))):
+            for group, x in mine.items():
+                assert theirs[group].device == torch.device("cuda", 1)
+                assert torch.equal(x.cpu(), theirs[group].cpu()), f"step {t}, {what} of group {group}"

@@ -40,3 +40,13 @@ def test_an_env_on_the_second_gpu_replays_the_first(env_id, cuda_graph, two_gpus
             for group, x in mine.items():
                 assert theirs[group].device == torch.device("cuda", 1)
                 assert torch.equal(x.cpu(), theirs[group].cpu()), f"step {t}, {what} of group {group}"
+
+
+def test_the_trainer_trains_on_the_second_gpu(tmp_path, two_gpus):
+    from trainers.ppo import Args, train
+
+    args = Args(env_id="tag_continuous_v0", env_kwargs=CASES["tag_continuous_v0"], num_envs=8, num_steps=8,
+                total_env_steps=128, device="cuda:1", out=str(tmp_path), eval_episodes=0)
+    trainer = train(args)
+    assert trainer.iteration == 2
+    assert all(p.device == torch.device("cuda", 1) for pol in trainer.policies.values() for p in pol.parameters())

@@ -198,11 +198,13 @@ class Trainer:
             if self.args.cuda_graph and self.device.type == "cuda":
                 self._graph = self._capture(self._rollout_step)
 
-    @staticmethod
-    def _capture(fn) -> torch.cuda.CUDAGraph:
-        """``fn`` captured as a CUDA graph; capturing runs nothing. Its tensors keep their addresses."""
+    def _capture(self, fn) -> torch.cuda.CUDAGraph:
+        """``fn`` captured as a CUDA graph; capturing runs nothing. Its tensors keep their addresses.
+
+        Captured with the trainer's GPU current: the capture stream is the current device's.
+        """
         graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
+        with torch.cuda.device(self.device), torch.cuda.graph(graph):
             fn()
         return graph
 

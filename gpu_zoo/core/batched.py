@@ -200,7 +200,7 @@ class BatchedEnv:
         """The step kernel as a CUDA graph: captured once (capture runs nothing), then replayed."""
         if self._graph is None:
             graph = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(graph):
+            with torch.cuda.device(self.device), torch.cuda.graph(graph):
                 self._launcher.step()
             self._graph = graph
         self._graph.replay()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 
@@ -50,7 +51,7 @@ class Launcher:
     def __init__(self, layout: Layout, buffers: Buffers, target: str, block: int = 128,
                  threads_per_env: int | None = None, max_registers: int | None = None):
         self.target = target
-        dev = buffers.device
+        self.device = dev = buffers.device
         check_launch_options(threads_per_env, max_registers)
         if target == "cpu":
             if dev.type != "cpu":
@@ -73,7 +74,8 @@ class Launcher:
         else:
             raise ValueError(f"target must be 'cpu' or 'cuda', got {target!r}")
         self.num_envs = buffers.num_envs
-        self._args = buffers.kernel_args(self._to_array)
+        with self._on_device():
+            self._args = buffers.kernel_args(self._to_array)
         key = (layout.key(), target, self.shape)
         if key not in _loaded:
             t0 = time.perf_counter()
@@ -94,8 +96,18 @@ class Launcher:
         self._launch(self._kernel("reset"), args, 1)
         self._launch(self._kernel("step"), args, 1)
 
+    def _on_device(self):
+        """The buffers' GPU made current, as every launch has it.
+
+        Numba launches in the current device's context; an env on another GPU than the current
+        one would have none of its memory there.
+        """
+        if self.target == "cuda" and not self.simulator:
+            return torch.cuda.device(self.device)
+        return contextlib.nullcontext()
+
     def _stream(self):
-        handle = torch.cuda.current_stream().cuda_stream
+        handle = torch.cuda.current_stream(self.device).cuda_stream
         if handle != self._stream_handle:
             self._stream_handle = handle
             self._numba_stream = self._cuda.external_stream(handle)
@@ -109,7 +121,8 @@ class Launcher:
         grid = self.shape.grid(self.num_envs if num_envs is None else num_envs)
         if self.simulator:
             kernel[grid, self.shape.block](*args)
-        else:
+            return
+        with self._on_device():
             kernel[grid, self.shape.block, self._stream()](*args)
 
     def _kernel(self, name: str):

@@ -32,7 +32,7 @@ def test_an_env_on_the_second_gpu_replays_the_first(env_id, cuda_graph, two_gpus
     first = [env.reset(seed=5) for env in envs]
     for group, obs in first[0].items():
         assert torch.equal(obs.cpu(), first[1][group].cpu()), f"reset, obs of group {group}"
-    gen = torch.Generator().manual_seed(1)
+    gen = torch.Generator(device=envs[0].device).manual_seed(1)
     for t in range(20):
         acts = envs[0].sample_actions(gen)
         outs = [env.step({g: a.to(env.device) for g, a in acts.items()}) for env in envs]
@@ -43,7 +43,8 @@ def test_an_env_on_the_second_gpu_replays_the_first(env_id, cuda_graph, two_gpus
 
 
 def test_the_trainer_trains_on_the_second_gpu(tmp_path, two_gpus):
-    from trainers.ppo import Args, train
+    from trainers.config import Args
+    from trainers.loop import train
 
     args = Args(env_id="tag_continuous_v0", env_kwargs=CASES["tag_continuous_v0"], num_envs=8, num_steps=8,
                 total_env_steps=128, device="cuda:1", out=str(tmp_path), eval_episodes=0)

@@ -14,8 +14,9 @@ PZ_CONFIGS = {
     "simple_tag_v3": dict(max_cycles=10),
     "gather_trade_build_v0": dict(max_cycles=60, tax_period=10),
 }
-# The economy with the AI Economist's fixed skills and starts, short: the rule and parity tests share its compile.
-ECON_FIXED = dict(max_cycles=4, tax_period=2, fixed_four_skill_and_loc=True)
+# The economy with the AI Economist's fixed skills and starts, short, and the period's income observed: the
+# rule and parity tests share its compile (the default observations are the other configurations').
+ECON_FIXED = dict(max_cycles=4, tax_period=2, fixed_four_skill_and_loc=True, observe_period_income=True)
 
 
 def tag_env(num_envs=2, **kw):

@@ -42,12 +42,17 @@ def test_an_env_on_the_second_gpu_replays_the_first(env_id, cuda_graph, two_gpus
                 assert torch.equal(x.cpu(), theirs[group].cpu()), f"step {t}, {what} of group {group}"
 
 
-def test_the_trainer_trains_on_the_second_gpu(tmp_path, two_gpus):
+def test_the_trainer_trains_on_the_second_gpu_after_a_capture_on_the_first(tmp_path, two_gpus):
     from trainers.config import Args
     from trainers.loop import train
 
+    with torch.cuda.graph(torch.cuda.CUDAGraph()):  # torch's default capture stream now lives on GPU 0
+        torch.zeros(1, device="cuda:0").add_(1)
     args = Args(env_id="tag_continuous_v0", env_kwargs=CASES["tag_continuous_v0"], num_envs=8, num_steps=8,
                 total_env_steps=128, device="cuda:1", out=str(tmp_path), eval_episodes=0)
     trainer = train(args)
     assert trainer.iteration == 2
     assert all(p.device == torch.device("cuda", 1) for pol in trainer.policies.values() for p in pol.parameters())
+    for g, buf in trainer.buf.items():  # every step of the rollout ran (a graph captured off its GPU runs none)
+        obs = buf["obs"]
+        assert all(not torch.equal(obs[t], obs[t + 1]) for t in range(args.num_steps - 1)), g

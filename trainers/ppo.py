@@ -201,10 +201,11 @@ class Trainer:
     def _capture(self, fn) -> torch.cuda.CUDAGraph:
         """``fn`` captured as a CUDA graph; capturing runs nothing. Its tensors keep their addresses.
 
-        Captured with the trainer's GPU current: the capture stream is the current device's.
+        Captured with the trainer's GPU current, on a stream of that GPU: torch's default capture
+        stream is made once, on whichever GPU captured first, and work for another GPU bypasses it.
         """
         graph = torch.cuda.CUDAGraph()
-        with torch.cuda.device(self.device), torch.cuda.graph(graph):
+        with torch.cuda.device(self.device), torch.cuda.graph(graph, stream=torch.cuda.Stream(self.device)):
             fn()
         return graph
 

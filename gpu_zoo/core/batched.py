@@ -197,10 +197,14 @@ class BatchedEnv:
         return self.obs, self.rewards, self.terminated, self.truncated, self.info
 
     def _replay_step(self):
-        """The step kernel as a CUDA graph: captured once (capture runs nothing), then replayed."""
+        """The step kernel as a CUDA graph: captured once (capture runs nothing), then replayed.
+
+        Captured on a stream of the env's own GPU: torch's default capture stream is made once,
+        on whichever GPU captured first, and a launch for another GPU would bypass it.
+        """
         if self._graph is None:
             graph = torch.cuda.CUDAGraph()
-            with torch.cuda.device(self.device), torch.cuda.graph(graph):
+            with torch.cuda.device(self.device), torch.cuda.graph(graph, stream=torch.cuda.Stream(self.device)):
                 self._launcher.step()
             self._graph = graph
         self._graph.replay()

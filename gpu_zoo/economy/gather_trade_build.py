@@ -108,6 +108,14 @@ Planner: other workers' order books (all asks per price: stone, wood; all bids),
 tax phase, time, its own (empty) inventory (3); then per worker: marginal rate on its income so far,
 last income / ``tax_period``, last marginal rate, coin, stone and wood in hand x 0.01.
 
+With ``observe_period_income=True`` (off by default: the observations stay the AI Economist's),
+a worker also sees its income so far in this tax period and the tax due on it at the current
+rates, each / ``tax_period`` (2 slots at the end), and the planner the same two per worker (2n
+slots at the end). The AI Economist's policies are LSTMs, which can add up a period's income from
+the coin they saw; a policy without memory cannot, and then nothing it observes tells it the tax
+its work of this period will cost on tax day: under flat rates even ``marginal_rate`` is the same
+at every income.
+
 ## Differences from the AI Economist
 Random numbers come from the seed through gpu_zoo's counter-based generator, so a given seed
 gives other draws than the AI Economist's NumPy ones (same distributions). The ``auto`` energy
@@ -120,7 +128,8 @@ episodes finished in each env since ``reset(seed)``. The AI Economist's ``world-
 indices as values) becomes the own-house, other-house and other-worker channels.
 
 ## Version history
-- v0: initial release; ``fixed_four_skill_and_loc`` added (off by default: skills stay drawn per episode).
+- v0: initial release; ``fixed_four_skill_and_loc`` added (off by default: skills stay drawn per episode);
+  ``observe_period_income`` added (off by default).
 """
 
 from __future__ import annotations
@@ -222,6 +231,7 @@ class EconomyParams:
     planner_reward_type: str = "coin_eq_times_productivity"
     mixing_weight_gini_vs_coin: float = 0.0
     fixed_four_skill_and_loc: bool = False
+    observe_period_income: bool = False
 
     def __post_init__(self):
         for name in ("num_workers", "height", "width", "max_cycles", "max_bid_ask", "max_num_orders",
@@ -299,6 +309,9 @@ def groups(p: EconomyParams) -> tuple[Group, ...]:
         ObsBlock("is_tax_day", 1), ObsBlock("last_incomes", n), ObsBlock("marginal_rate", 1),
         ObsBlock("tax_phase", 1), ObsBlock("time", 1), ObsBlock("inventory", 3), ObsBlock("loc", 2),
     )
+    if p.observe_period_income:
+        worker_obs += (ObsBlock("period_income", 2, "income so far this tax period and the tax due on it, "
+                                                    "each / tax_period"),)
     planner_obs = (
         ObsBlock("full_asks", 2 * P), ObsBlock("full_bids", 2 * P), ObsBlock("market_rate", 2),
         ObsBlock("price_history", 2 * P), ObsBlock("curr_rates", BRACKETS), ObsBlock("is_first_day", 1),
@@ -306,6 +319,9 @@ def groups(p: EconomyParams) -> tuple[Group, ...]:
         ObsBlock("inventory", 3), ObsBlock("workers", 6 * n, "per worker: marginal rate now, last income, "
                                            "last marginal rate, coin, stone, wood"),
     )
+    if p.observe_period_income:
+        planner_obs += (ObsBlock("period_incomes", 2 * n, "per worker: income so far this tax period and the "
+                                                          "tax due on it, each / tax_period"),)
     return (
         Group("worker", n, worker_obs, gymnasium.spaces.Discrete(p.num_worker_actions), masked=True),
         Group("planner", 1, planner_obs, gymnasium.spaces.MultiDiscrete([1 + NUM_RATES] * BRACKETS), masked=True),
@@ -963,6 +979,18 @@ def price_levels(book, P, e, j, who, mine):
 
 
 @kernel_fn
+def period_income(s, p, e, w, k):
+    """``observe_period_income``: worker w's income so far this period (k = 0), or the tax due on it (k = 1).
+
+    Both / tax_period, as ``last_incomes``.
+    """
+    income = total_coin(s.coin, s.coin_escrow, e, w) - s.last_coin[e, w]
+    if k == 1:
+        income = taxes_due(s.tax_rate, s.cutoffs, e, income)
+    return np.float32(income / np.float64(p.tax_period))
+
+
+@kernel_fn
 def observe(s, p, e, a, i):
     """Element ``i`` of agent ``a``'s observation (the layout is in the module docstring).
 
@@ -1010,7 +1038,9 @@ def observe(s, p, e, a, i):
             return np.float32(s.goods[e, a, j - 4]) * np.float32(0.01)
         if j == 6:
             return np.float32(s.col[e, a]) / np.float32(p.width)
-        return np.float32(s.row[e, a]) / np.float32(p.height)
+        if j == 7:
+            return np.float32(s.row[e, a]) / np.float32(p.height)
+        return period_income(s, p, e, a, j - 8)
     j = i
     if j < 4 * P:
         return price_levels(s.book, P, e, j, -1, False)
@@ -1031,6 +1061,8 @@ def observe(s, p, e, a, i):
     if j < 5:
         return _ZERO  # the planner's own inventory: it holds nothing
     j -= 5
+    if j >= 6 * n:
+        return period_income(s, p, e, (j - 6 * n) // 2, (j - 6 * n) % 2)
     w, k = j // 6, j % 6
     if k == 0:
         return np.float32(marginal_rate(s.tax_rate, s.cutoffs, e, total_coin(s.coin, s.coin_escrow, e, w)

@@ -281,6 +281,23 @@ def test_bracket_taxes_and_equal_redistribution_by_hand():
     assert env.action_masks["planner"][0, 0].view(7, 22).all()  # the next step opens a period
 
 
+def test_the_period_income_and_its_tax_are_observed_when_asked():
+    """observe_period_income: income so far and the tax due on it (rates and incomes as above), / tax_period."""
+    env = econ_env(**ECON_FIXED)
+    env.reset(seed=0)
+    s = env.state
+    incomes = torch.tensor([5.0, 30.0, 100.0, 600.0], dtype=torch.float64)
+    s.coin[0, :4] = s.last_coin[0, :4] + incomes
+    obs = act(env, [NOOP] * 4, planner=[3, 2, 1, 1, 21, 11, 5])[0]  # the period's first step sets the rates
+    assert float(s.tax_collected[0]) == 0.0  # tax day is the next step
+    taxes = torch.tensor([0.5, 1.985, 2.45875, 216.87375], dtype=torch.float64)
+    expected = torch.stack([incomes, taxes], dim=1).float() / 2  # tax_period 2
+    torch.testing.assert_close(obs["worker"][0, :, -2:], expected)
+    torch.testing.assert_close(obs["planner"][0, 0, -8:], expected.flatten())
+    n = env.single_observation_space("worker").shape[0] - econ_env().single_observation_space("worker").shape[0]
+    assert n == 2
+
+
 def test_tax_is_capped_by_coin_in_hand_and_escrow_counts_as_income():
     env = staged()
     s = env.state

@@ -112,11 +112,12 @@ def ppo_args(regime: str, env_steps: int, out: Path, num_envs: int, device: str 
 
 
 @torch.no_grad()
-def final_economy(env, policies, seed: int) -> dict[str, np.ndarray]:
+def final_economy(env, policies, seed: int, flat_rate: float | None = None) -> dict[str, np.ndarray]:
     """One episode in each env (auto-reset off); productivity, equality and welfare at its end.
 
     Also ``tax_rates``, each env's marginal rate per bracket averaged over the episode's steps:
-    what the planner chose, which the welfare figures alone do not tell.
+    what the planner chose, which the welfare figures alone do not tell. With ``flat_rate`` (a
+    multiple of 5%) the planner's action sets that rate on every bracket instead of the policy's.
     """
     from trainers.ppo import policy_actions
 
@@ -124,7 +125,10 @@ def final_economy(env, policies, seed: int) -> dict[str, np.ndarray]:
     env.reset(seed=seed)
     rates = torch.zeros_like(env.state.tax_rate, dtype=torch.float64)
     for _ in range(env.params.max_cycles):
-        env.step(policy_actions(env, policies, generator))
+        actions = policy_actions(env, policies, generator)
+        if flat_rate is not None:
+            actions["planner"] = torch.full_like(env.actions["planner"], 1 + round(flat_rate / 0.05))
+        env.step(actions)
         rates += env.state.tax_rate
     if not bool(env.state.done.all()):
         raise RuntimeError("episodes did not end at max_cycles")
@@ -282,6 +286,36 @@ def planner_note(rec: dict) -> str:
     return ", ".join(words)
 
 
+def setup_note(rec: dict, main: dict) -> str:
+    """What sets a run apart from the main table's: its number of envs, and the calls it was resumed across."""
+    words = []
+    if rec["ppo"]["num_envs"] != main["ppo"]["num_envs"]:
+        words.append(f"{rec['ppo']['num_envs']} envs")
+    if rec.get("resumed_at_env_steps"):
+        words.append(f"resumed at {', '.join(f'{x / 1e6:.0f}M' for x in rec['resumed_at_env_steps'])}")
+    return "".join(f", {w}" for w in words)
+
+
+def response_section(out: Path) -> str:
+    """The page's part on `benchmarks.economy_response`, when ``OUT/response.json`` holds its figures."""
+    from benchmarks.economy_response import table
+
+    path = out / "response.json"
+    if not path.exists():
+        return ""
+    results = json.loads(path.read_text())
+    episodes = next(iter(results.values()))["episodes"]
+    return ("\n\n## Do the workers respond to the rates they see?\n\n"
+            "Productivity (social welfare) of each run's workers under flat rates, every bracket alike from "
+            f"the first step, on the same {episodes} episodes (`python -m benchmarks.economy_response`):\n\n"
+            + table(results) + "\n\nWorkers that respond would produce less at high rates. These produce the "
+            "same at every rate: within an episode, taxes move coin but not work, so a planner's best reply to "
+            "them is the highest rate, and training then teaches the workers to work less whatever the rates. "
+            "The observations hold the rates but not the income a worker has earned so far in the period, which "
+            "the AI Economist's LSTM policies can add up and ours, without memory, cannot: nothing tells them "
+            "what a period's work will cost on tax day. `observe_period_income=True` adds it.")
+
+
 def report(out: Path, docs: Path = DOCS):
     """Table (markdown) and curves (PNG) from the regimes' results and progress logs."""
     import matplotlib
@@ -381,6 +415,7 @@ def report(out: Path, docs: Path = DOCS):
                  + "\n".join(row(f"{rec['regime'].replace('_', ' ')}" + (f", rates annealed over "
                                   f"{rec['anneal_episodes']:g} episodes" if annealed(rec) else ""),
                                   f"{rec['env_steps'] / 1e6:.1f}M env-steps{company(rec['regime'], rec)}"
+                                  + setup_note(rec, first)
                                   + (f", rate limit reached {100 * rec['max_rate_in_eval']:.0f}%"
                                      if annealed(rec) else "")
                                   + (f"; planner: {planner_note(rec)}" if planner_note(rec) else ""), rec)
@@ -395,7 +430,7 @@ def report(out: Path, docs: Path = DOCS):
         else f"Command: `{commands[0] if commands else 'python -m benchmarks.economy_learning'}`"
     page = (PAGE_HEAD + "\n".join(lines) + "\n\n" + meta + f"\n\n{command}"
             f"{' on ' + first['device_name'] if first.get('device_name') else ''}.\n\n"
-            "![learning curves](economy_learning.png)\n")
+            "![learning curves](economy_learning.png)\n" + response_section(out))
     (docs / "economy_learning.md").write_text(page)
     print("\n".join(lines) + "\n" + meta)
 

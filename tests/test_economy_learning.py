@@ -103,3 +103,38 @@ def test_a_resume_continues_only_a_run_of_the_same_settings(tmp_path):
     assert resume_point(moved, folder) == folder / RESUME
     with pytest.raises(SystemExit, match=r"num_envs 4 \(now 8\)"):
         resume_point(with_overrides(args, num_envs=8), folder)
+
+
+def test_a_flat_rate_is_in_force_on_every_bracket_from_the_first_step():
+    env = gpu_zoo.make("gather_trade_build_v0", num_envs=2, device="cpu", autoreset=False, **ECON_SMALL,
+                       **regime_kwargs("ai_planner"))
+    out = final_economy(env, {}, seed=3, flat_rate=0.35)
+    np.testing.assert_allclose(out["tax_rates"], 0.35)
+
+
+def test_the_response_check_plays_a_checkpoints_workers_under_each_flat_rate(tmp_path):
+    from benchmarks.economy_response import _rate, response, table
+    from trainers.config import Args
+    from trainers.ppo import make_env, make_policies
+
+    args = Args(env_id="gather_trade_build_v0", env_kwargs={**ECON_SMALL, **regime_kwargs("free_market")},
+                num_envs=4, num_steps=8, device="cpu")
+    policies = make_policies(make_env(args, num_envs=1), ["worker"], args)
+    path = tmp_path / "checkpoint.pt"
+    torch.save({"args": dataclasses.asdict(args), "iteration": 3, "policies": policies.state_dict()}, path)
+    rec = response(path, rates=(0.0, 1.0), episodes=2, device="cpu")
+    assert rec["env_steps"] == 3 * args.env_steps_per_iteration and list(rec["rates"]) == ["0", "1"]
+    assert "disable_taxes" not in rec["env_kwargs"]  # the free market's workers face the rates
+    assert set(rec["rates"]["1"]) == {"productivity", "equality", "welfare"}
+    assert "| 0% | 100% |" in table({"free_market": rec})
+    with pytest.raises(Exception, match="multiple of 0.05"):
+        _rate("0.33")
+
+
+def test_a_run_says_how_its_envs_and_calls_differ_from_the_main_table():
+    from benchmarks.economy_learning import setup_note
+
+    main = {"ppo": {"num_envs": 1024}}
+    assert setup_note({"ppo": {"num_envs": 1024}}, main) == ""
+    rec = {"ppo": {"num_envs": 4096}, "resumed_at_env_steps": [306_380_800, 626_688_000]}
+    assert setup_note(rec, main) == ", 4096 envs, resumed at 306M, 627M"

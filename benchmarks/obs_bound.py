@@ -1,0 +1,198 @@
+"""How fast could Tag continuous's full observations be written alone, outside the step kernel?
+
+    python -m benchmarks.obs_bound --num-envs 2000 --taggers 5 --runners 95
+
+The bound a separate observation kernel could reach, against the fused step measured in the same
+run. Each variant is a standalone kernel writing every agent's observation (``7 (A - 1) + 1``
+floats, feature-major as the env's) from random state, with no step phases and no barriers:
+
+- ``fill``: torch's ``fill_`` of the buffer, the write bandwidth's ceiling;
+- ``row``: a warp per (env, agent) row, a lane per element, the (block, slot) advanced by carries;
+- ``aligned``: as ``row``, but lane ``l`` writes the element at ``l`` of each 128-byte line, so a
+  warp's store fills whole sectors;
+- ``slot``: one env a block, lanes over its (agent, slot) pairs, seven features computed then
+  stored: the fused kernel's observation stage, without the rest of the step.
+
+All variants must write the same values (checked). Needs a GPU.
+"""
+
+import argparse
+import math
+import os
+
+import numpy as np
+import torch
+
+from gpu_zoo.core.compat import import_cuda
+
+cuda = import_cuda()
+E, T, R = 2000, 5, 95  # set by main() before the first compile
+A, K, D = T + R, T + R - 1, 7 * (T + R - 1) + 1
+S0 = np.float32(1.0 / (math.sqrt(2) * 10.0))
+S1 = np.float32(1.0 / (1.0 + 1e-10))
+S2 = np.float32(1.0 / (2 * math.pi))
+TIME = np.float32(0.37)
+INLINE = {} if os.environ.get("NUMBA_ENABLE_CUDASIM") == "1" else {"forceinline": True}
+
+
+@cuda.jit(device=True, **INLINE)
+def feat(px, py, sp, ac, hd, alive, e, a, j, b):
+    if b == 0:
+        return (px[e, j] - px[e, a]) * S0
+    if b == 1:
+        return (py[e, j] - py[e, a]) * S0
+    if b == 2:
+        return (sp[e, j] - sp[e, a]) * S1
+    if b == 3:
+        return (ac[e, j] - ac[e, a]) * S1
+    if b == 4:
+        return (hd[e, j] - hd[e, a]) * S2
+    if b == 5:
+        return np.float32(1.0) if j < T else np.float32(0.0)
+    return np.float32(alive[e, j])
+
+
+@cuda.jit
+def row_kernel(px, py, sp, ac, hd, alive, obs):
+    lane = cuda.threadIdx.x & 31
+    warp = (cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x) >> 5
+    nwarps = (cuda.gridDim.x * cuda.blockDim.x) >> 5
+    row = warp
+    while row < E * A:
+        e = row // A
+        a = row - e * A
+        live = alive[e, a] != 0
+        i, b, j = lane, lane // K, lane % K
+        while i < D:
+            if b == 7:
+                v = TIME
+            else:
+                jj = j + 1 if j >= a else j
+                v = feat(px, py, sp, ac, hd, alive, e, a, jj, b) if (live or b >= 5) else np.float32(0.0)
+            obs[e, a, i] = v
+            i += 32
+            j += 32
+            while j >= K:
+                j -= K
+                b += 1
+        row += nwarps
+
+
+@cuda.jit
+def row_aligned_kernel(px, py, sp, ac, hd, alive, obs):
+    """As row_kernel, but lane l writes the elements at l mod 32 of a 128-byte line: whole-line stores."""
+    lane = cuda.threadIdx.x & 31
+    warp = (cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x) >> 5
+    nwarps = (cuda.gridDim.x * cuda.blockDim.x) >> 5
+    row = warp
+    while row < E * A:
+        e = row // A
+        a = row - e * A
+        live = alive[e, a] != 0
+        shift = (row * D) & 31  # the buffer starts on a line
+        i = lane - shift
+        b, j = (i // K, i % K) if i >= 0 else (0, i)
+        while i < D:
+            if i >= 0:
+                if b == 7:
+                    v = TIME
+                else:
+                    jj = j + 1 if j >= a else j
+                    v = feat(px, py, sp, ac, hd, alive, e, a, jj, b) if (live or b >= 5) else np.float32(0.0)
+                obs[e, a, i] = v
+            i += 32
+            j += 32
+            while j >= K:
+                j -= K
+                b += 1
+        row += nwarps
+
+
+@cuda.jit
+def slot_kernel(px, py, sp, ac, hd, alive, obs):
+    e = cuda.blockIdx.x
+    pair = cuda.threadIdx.x
+    while pair < A * K:
+        a = pair // K
+        j = pair - a * K
+        jj = j + 1 if j >= a else j
+        live = alive[e, a] != 0
+        z = np.float32(0.0)
+        v0 = feat(px, py, sp, ac, hd, alive, e, a, jj, 0) if live else z
+        v1 = feat(px, py, sp, ac, hd, alive, e, a, jj, 1) if live else z
+        v2 = feat(px, py, sp, ac, hd, alive, e, a, jj, 2) if live else z
+        v3 = feat(px, py, sp, ac, hd, alive, e, a, jj, 3) if live else z
+        v4 = feat(px, py, sp, ac, hd, alive, e, a, jj, 4) if live else z
+        v5 = feat(px, py, sp, ac, hd, alive, e, a, jj, 5)
+        v6 = feat(px, py, sp, ac, hd, alive, e, a, jj, 6)
+        obs[e, a, j] = v0
+        obs[e, a, K + j] = v1
+        obs[e, a, 2 * K + j] = v2
+        obs[e, a, 3 * K + j] = v3
+        obs[e, a, 4 * K + j] = v4
+        obs[e, a, 5 * K + j] = v5
+        obs[e, a, 6 * K + j] = v6
+        if j == 0:
+            obs[e, a, 7 * K] = TIME
+        pair += cuda.blockDim.x
+
+
+def _set_sizes(num_envs: int, taggers: int, runners: int):
+    global E, T, R, A, K, D
+    E, T, R = num_envs, taggers, runners
+    A, K, D = T + R, T + R - 1, 7 * (T + R - 1) + 1
+
+
+def main(argv=None):
+    import gpu_zoo
+    from benchmarks.timing import time_steps
+
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.obs_bound", description=__doc__.splitlines()[0])
+    ap.add_argument("--num-envs", type=int, default=2000)
+    ap.add_argument("--taggers", type=int, default=5)
+    ap.add_argument("--runners", type=int, default=95)
+    ap.add_argument("--seconds", type=float, default=0.3, help="timed seconds per repeat")
+    args = ap.parse_args(argv)
+    _set_sizes(args.num_envs, args.taggers, args.runners)  # module constants: the kernels compile with them
+    g = torch.Generator(device="cuda").manual_seed(0)
+    state = [torch.rand(E, A, device="cuda", generator=g) * 10 for _ in range(5)]
+    alive = (torch.rand(E, A, device="cuda", generator=g) > 0.2).to(torch.int32)
+    obs = torch.empty(E, A, D, device="cuda")
+    arrays = [cuda.as_cuda_array(t) for t in (*state, alive, obs)]
+    stream = cuda.external_stream(torch.cuda.current_stream().cuda_stream)
+
+    def rate(step):
+        return time_steps(step, "cuda", target_s=args.seconds, repeats=3).summary(E)["median"]
+
+    variants = {"fill": lambda: obs.fill_(1.0)}
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    for per_sm, threads in ((8, 256), (16, 128), (4, 512)):
+        grid = sms * per_sm
+        variants[f"row {grid}x{threads}"] = lambda k=row_kernel, gr=grid, t=threads: k[gr, t, stream](*arrays)
+        variants[f"aligned {grid}x{threads}"] = lambda k=row_aligned_kernel, gr=grid, t=threads: k[gr, t, stream](
+            *arrays)
+    for threads in (128, 256, 512):
+        variants[f"slot {E}x{threads}"] = lambda t=threads: slot_kernel[E, t, stream](*arrays)
+    written = {}
+    rates = {}
+    for name, step in variants.items():
+        rates[name] = rate(step)
+        written[name.split()[0]] = obs.clone()
+    same = all(torch.equal(written["row"], written[k]) for k in ("aligned", "slot"))
+    env = gpu_zoo.make("tag_continuous_v0", num_envs=E, device="cuda", validate=False, num_taggers=T, num_runners=R)
+    env.reset(seed=0)
+    for grp, a in env.sample_actions(torch.Generator(device="cuda").manual_seed(0)).items():
+        env.actions[grp].copy_(a)
+    rates["the env's fused step"] = rate(env.step)
+    nbytes = obs.numel() * 4
+    print(f"{E} envs x {A} agents, {D} floats an observation ({nbytes / 1e6:.0f} MB a step); "
+          f"{torch.cuda.get_device_name()}")
+    for name, r in rates.items():
+        print(f"  {name:<22} {r:9.3e} env-steps/s  {nbytes * r / E / 1e12:5.2f} TB/s of observations")
+    print(f"  variants write the same values: {same}")
+    for name, kern in (("row", row_kernel), ("aligned", row_aligned_kernel), ("slot", slot_kernel)):
+        print(f"  {name} registers: {kern.get_regs_per_thread()}")
+
+
+if __name__ == "__main__":
+    main()

@@ -30,7 +30,8 @@ Each regime's trained policies then play ``--eval-episodes`` episodes (auto-rese
 state can be read), as do uniformly random workers without taxes (the floor). Reported per regime:
 productivity (mean coin per worker at the end, escrow included), equality (1 - Gini of coin) and
 social welfare (their product: the env's own figure, which the planner maximises). The regimes
-run in parallel processes on one device. A run writes its page into ``--out``; ``--report OUT``
+run in parallel processes on one device, or on several GPUs with ``--gpus`` (one index per regime;
+each process sees its GPU alone). A run writes its page into ``--out``; ``--report OUT``
 writes it as ``docs/economy_learning.md`` with its figure.
 """
 
@@ -40,6 +41,7 @@ import argparse
 import csv
 import dataclasses
 import json
+import os
 import shlex
 import subprocess
 import sys
@@ -435,12 +437,25 @@ def report(out: Path, docs: Path = DOCS):
     print("\n".join(lines) + "\n" + meta)
 
 
+def gpu_plan(regimes, gpus) -> dict[str, int]:
+    """Each regime's GPU: ``gpus`` in ``regimes`` order, cycled when shorter; empty without ``gpus``."""
+    return {r: gpus[i % len(gpus)] for i, r in enumerate(regimes)} if gpus else {}
+
+
+def sharing(regime: str, plan: dict[str, int], regimes) -> list[str]:
+    """The regimes on ``regime``'s device at the same time, itself included: its record's company."""
+    return [r for r in regimes if plan.get(r) == plan.get(regime)]
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="python -m benchmarks.economy_learning", description=__doc__.splitlines()[0])
     ap.add_argument("--env-steps", type=int, default=20_000_000, help="training budget per regime")
     ap.add_argument("--num-envs", type=int, default=512)
     ap.add_argument("--eval-episodes", type=int, default=256)
     ap.add_argument("--device", default=None)
+    ap.add_argument("--gpus", nargs="*", type=int, default=None, metavar="INDEX",
+                    help="the GPU of each regime, in --regimes order (cycled when shorter; phase 1 takes the first): "
+                         "regimes on one GPU share it, e.g. --regimes ai_planner free_market us_federal --gpus 0 1 1")
     ap.add_argument("--max-minutes", type=float, default=0.0, help="stop each regime's training after this (0: none)")
     ap.add_argument("--out", default="runs/economy_learning")
     ap.add_argument("--regimes", nargs="*", default=list(REGIMES), choices=list(REGIMES))
@@ -482,6 +497,8 @@ def main(argv=None):
         ap.error("--two-phase, --pretrain-only and --init-from are alternatives")
     if args.anneal_episodes <= 0:
         ap.error("--anneal-episodes must be positive")
+    if args.gpus is not None and (not args.gpus or min(args.gpus) < 0 or args.device not in (None, "cuda")):
+        ap.error("--gpus takes one or more GPU indices (0, 1, ...), with --device cuda or none")
     if args.init_from and not Path(args.init_from).is_file():
         ap.error(f"--init-from {args.init_from}: no such file")
     out.mkdir(parents=True, exist_ok=True)
@@ -494,11 +511,17 @@ def main(argv=None):
     base += ["--device", args.device] if args.device else []
     base += ["--resume"] if args.resume else []
 
+    gpus = gpu_plan(args.regimes, args.gpus)
+
     def start(regime, minutes, extra=()):
         (out / regime).mkdir(exist_ok=True)
         log = open(out / regime / "log.txt", "w")
+        env = None
+        if gpus:  # the child sees its GPU alone, as cuda:0
+            gpu = gpus.get(regime, args.gpus[0])
+            env = {**os.environ, "CUDA_VISIBLE_DEVICES": str(gpu)}
         return subprocess.Popen(base + ["--max-minutes", str(minutes), "--child", regime, *extra], stdout=log,
-                                stderr=subprocess.STDOUT)
+                                stderr=subprocess.STDOUT, env=env)
 
     init_from = args.init_from
     if args.two_phase or args.pretrain_only:
@@ -510,8 +533,8 @@ def main(argv=None):
             print(f"phase 1 done; run phase 2 with --init-from {init_from}")
             return
     extra = ["--init-from", init_from] if init_from else []
-    extra += ["--run-with", ",".join(args.regimes)]
-    procs = {r: start(r, args.max_minutes, extra) for r in args.regimes}
+    procs = {r: start(r, args.max_minutes, [*extra, "--run-with", ",".join(sharing(r, gpus, args.regimes))])
+             for r in args.regimes}
     failed = [r for r, p in procs.items() if p.wait() != 0]
     if failed:
         raise SystemExit(f"regimes failed: {failed}; see {out}/<regime>/log.txt")

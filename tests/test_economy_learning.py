@@ -138,3 +138,15 @@ def test_a_run_says_how_its_envs_and_calls_differ_from_the_main_table():
     assert setup_note({"ppo": {"num_envs": 1024}}, main) == ""
     rec = {"ppo": {"num_envs": 4096}, "resumed_at_env_steps": [306_380_800, 626_688_000]}
     assert setup_note(rec, main) == ", 4096 envs, resumed at 306M, 627M"
+
+
+def test_regimes_spread_over_the_gpus_given_and_name_only_their_neighbours():
+    from benchmarks.economy_learning import gpu_plan, sharing
+
+    regimes = ["ai_planner", "free_market", "us_federal"]
+    plan = gpu_plan(regimes, [0, 1, 1])
+    assert plan == {"ai_planner": 0, "free_market": 1, "us_federal": 1}
+    assert sharing("ai_planner", plan, regimes) == ["ai_planner"]
+    assert sharing("us_federal", plan, regimes) == ["free_market", "us_federal"]
+    assert gpu_plan(regimes, [0, 1]) == {"ai_planner": 0, "free_market": 1, "us_federal": 0}
+    assert gpu_plan(regimes, None) == {} and sharing("us_federal", {}, regimes) == regimes  # one device: all share

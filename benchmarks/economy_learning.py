@@ -230,7 +230,7 @@ def train_one(regime: str, env_steps: int, out: Path, num_envs: int, eval_episod
     record = {"regime": regime, "env_kwargs": args.env_kwargs, "trained_groups": args.train_groups,
               "init_from": checkpoint_summary(init_from) if init_from else None,
               "command": command, "run_with": run_with, "device_name": torch.cuda.get_device_name(trainer.device)
-              if trainer.device.type == "cuda" else "CPU",
+              if trainer.device.type == "cuda" else "CPU", "visible_gpus": os.environ.get("CUDA_VISIBLE_DEVICES"),
               "env_steps": trainer.iteration * args.env_steps_per_iteration,
               "train_seconds": earlier.get("train_seconds", 0.0) + seconds, "resumed_at_env_steps": resumed,
               "eval_episodes": eval_episodes, "ppo": dataclasses.asdict(args)}
@@ -383,7 +383,9 @@ def report(out: Path, docs: Path = DOCS):
 
     steps = ", ".join(f"{r.replace('_', ' ')} {rec['env_steps'] / 1e6:.1f}M in {rec['train_seconds'] / 60:.1f} min"
                       f"{company(r, rec)}" for r, rec in results.items())
-    where = f"on one {'GPU' if first.get('device_name', 'CPU') != 'CPU' else 'CPU'}"
+    gpus = {rec.get("visible_gpus") for rec in results.values()}  # set by --gpus
+    on_gpu = first.get("device_name", "CPU") != "CPU"
+    where = f"on {len(gpus)} GPUs" if on_gpu and len(gpus) > 1 else f"on one {'GPU' if on_gpu else 'CPU'}"
     if init:
         intro = (f"Phase 1: the workers trained without taxes for {init['env_steps'] / 1e6:.1f}M env-steps "
                  f"({init['seconds'] / 60:.1f} min). Phase 2: every regime started from those workers and "

@@ -251,6 +251,11 @@ def train_one(regime: str, env_steps: int, out: Path, num_envs: int, eval_episod
                    "tax_rates": trained["tax_rates"].mean(0).round(4).tolist(), **_figures(trained)})
     if regime == "free_market":
         record["random_workers"] = _figures(final_economy(env, {}, seed=12345))
+    # Whether the workers work less under higher rates they see (benchmarks.economy_response)
+    from benchmarks.economy_response import flat_rate_figures
+
+    record["response"] = flat_rate_figures(trainer.policies["worker"], kwargs, episodes=min(64, eval_episodes),
+                                           device=trainer.device)
     (out / regime / "result.json").write_text(json.dumps(record, indent=1))
     print(json.dumps({k: record[k] for k in ("regime", "productivity", "equality", "welfare")}), flush=True)
 
@@ -303,16 +308,22 @@ def response_section(out: Path) -> str:
     from benchmarks.economy_response import table
 
     path = out / "response.json"
-    if not path.exists():
+    results = json.loads(path.read_text()) if path.exists() else {}
+    for regime in REGIMES:  # the main table's own runs, measured as they ended
+        record = out / regime / "result.json"
+        rec = json.loads(record.read_text()) if record.exists() else {}
+        if "response" in rec and regime not in results:
+            results[regime] = {"env_steps": rec["env_steps"], "episodes": min(64, rec["eval_episodes"]),
+                               "rates": rec["response"]}
+    if not results:
         return ""
-    results = json.loads(path.read_text())
     episodes = next(iter(results.values()))["episodes"]
     return ("\n\n## Do the workers respond to the rates they see?\n\n"
             "Productivity (social welfare) of each run's workers under flat rates, every bracket alike from "
             f"the first step, on the same {episodes} episodes (`python -m benchmarks.economy_response`):\n\n"
-            + table(results) + "\n\nWorkers that respond would produce less at high rates. These produce the "
-            "same at every rate: within an episode, taxes move coin but not work, so a planner's best reply to "
-            "them is the highest rate, and training then teaches the workers to work less whatever the rates. "
+            + table(results) + "\n\nWorkers that respond produce less at high rates. Workers that produce "
+            "the same at every rate leave a planner nothing to learn but that taxes move coin: its best reply within "
+            "an episode is then the highest rate, and training teaches the workers to work less whatever the rates. "
             "The observations hold the rates but not the income a worker has earned so far in the period, which "
             "the AI Economist's LSTM policies can add up and ours, without memory, cannot: nothing tells them "
             "what a period's work will cost on tax day. `observe_period_income=True` adds it.")

@@ -23,39 +23,48 @@ from pathlib import Path
 import torch
 
 RATES = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
+TAX_SETUP = ("disable_taxes", "tax_model", "tax_annealing_schedule")  # replaced by the flat rates
+
+
+def flat_rate_figures(worker, env_kwargs: dict, rates=RATES, episodes: int = 64, seed: int = 12345,
+                      device=None) -> dict:
+    """``{rate: figures}``: the ``worker`` policy's economy under each flat rate, the same episodes for each."""
+    import gpu_zoo
+    from benchmarks.economy_learning import _figures, final_economy
+
+    kwargs = {k: v for k, v in env_kwargs.items() if k not in TAX_SETUP}
+    env = gpu_zoo.make("gather_trade_build_v0", num_envs=episodes, device=device, autoreset=False, validate=False,
+                       tax_model="model_wrapper", **kwargs)
+    return {f"{rate:g}": _figures(final_economy(env, {"worker": worker}, seed, flat_rate=rate)) for rate in rates}
 
 
 def response(checkpoint: str | Path, rates=RATES, episodes: int = 64, seed: int = 12345, device=None) -> dict:
     """The checkpoint's workers under each flat rate: ``{"env_steps", "env_kwargs", "rates": {rate: figures}}``."""
-    import gpu_zoo
-    from benchmarks.economy_learning import _figures, final_economy
     from trainers.evaluate import load_checkpoint
 
     args, policies = load_checkpoint(checkpoint, device=device)
     if "worker" not in policies:
         raise SystemExit(f"{checkpoint}: holds no worker policy")
     saved = torch.load(checkpoint, map_location="cpu", weights_only=False)
-    kwargs = {k: v for k, v in args.env_kwargs.items() if k not in ("disable_taxes", "tax_model",
-                                                                   "tax_annealing_schedule")}
-    env = gpu_zoo.make("gather_trade_build_v0", num_envs=episodes, device=device, autoreset=False, validate=False,
-                       tax_model="model_wrapper", **kwargs)
-    workers = {"worker": policies["worker"]}
-    out = {}
-    for rate in rates:
-        economy = final_economy(env, workers, seed, flat_rate=rate)
-        out[f"{rate:g}"] = _figures(economy)
+    kwargs = {k: v for k, v in args.env_kwargs.items() if k not in TAX_SETUP}
     return {"checkpoint": str(checkpoint), "env_steps": saved["iteration"] * args.env_steps_per_iteration,
-            "env_kwargs": kwargs, "episodes": episodes, "rates": out}
+            "env_kwargs": kwargs, "episodes": episodes,
+            "rates": flat_rate_figures(policies["worker"], kwargs, rates, episodes, seed, device)}
 
 
 def table(results: dict) -> str:
     """Markdown: productivity (social welfare) per checkpoint and rate."""
     rates = list(next(iter(results.values()))["rates"])
-    lines = ["| workers from | env-steps | " + " | ".join(f"{100 * float(r):.0f}%" for r in rates) + " |",
-             "| --- | --- | " + " | ".join("---" for _ in rates) + " |"]
+    lo, hi = rates[0], rates[-1]
+    lines = ["| workers from | env-steps | " + " | ".join(f"{100 * float(r):.0f}%" for r in rates)
+             + f" | productivity at {100 * float(hi):.0f}% / at {100 * float(lo):.0f}% |",
+             "| --- | --- | " + " | ".join("---" for _ in rates) + " | --- |"]
     for name, rec in results.items():
-        cells = [f"{f['productivity']['mean']:.0f} ({f['welfare']['mean']:.0f})" for f in rec["rates"].values()]
-        lines.append(f"| {name.replace('_', ' ')} | {rec['env_steps'] / 1e6:.0f}M | " + " | ".join(cells) + " |")
+        figs = rec["rates"]
+        cells = [f"{f['productivity']['mean']:.0f} ({f['welfare']['mean']:.0f})" for f in figs.values()]
+        ratio = figs[hi]["productivity"]["mean"] / max(figs[lo]["productivity"]["mean"], 1e-9)
+        lines.append(f"| {name.replace('_', ' ')} | {rec['env_steps'] / 1e6:.0f}M | " + " | ".join(cells)
+                     + f" | {ratio:.2f} |")
     return "\n".join(lines)
 
 

@@ -126,7 +126,7 @@ def test_the_response_check_plays_a_checkpoints_workers_under_each_flat_rate(tmp
     assert rec["env_steps"] == 3 * args.env_steps_per_iteration and list(rec["rates"]) == ["0", "1"]
     assert "disable_taxes" not in rec["env_kwargs"]  # the free market's workers face the rates
     assert set(rec["rates"]["1"]) == {"productivity", "equality", "welfare"}
-    assert "| 0% | 100% |" in table({"free_market": rec})
+    assert "| 0% | 100% | productivity at 100% / at 0% |" in table({"free_market": rec})
     with pytest.raises(Exception, match="multiple of 0.05"):
         _rate("0.33")
 

@@ -2,6 +2,7 @@
 
     python -m benchmarks.probe tag_gridworld_v0 --num-envs 2000 --kw num_taggers=50 --tpe 64 128 256
     ncu --clock-control none -k regex:step -c 1 python -m benchmarks.probe tag_gridworld_v0 --profile
+    python -m benchmarks.probe tag_continuous_v0 --kw num_taggers=5 num_runners=95 --split   # fused and split
 
 The suite (``python -m benchmarks run``) is where figures come from; this is the tool for choosing
 a launch shape or a kernel variant, and for giving ``ncu`` one step kernel without CUDA graphs.
@@ -29,10 +30,10 @@ def _kwargs(pairs: list[str]) -> dict:
     return out
 
 
-def _env(args, tpe, regs=0):
+def _env(args, tpe, regs=0, split=False):
     env = gpu_zoo.make(args.env_id, num_envs=args.num_envs, device="cuda", validate=False,
                        cuda_graph=not args.profile, threads_per_env=tpe or None, max_registers=regs or None,
-                       **_kwargs(args.kw))
+                       split_observe=split, **_kwargs(args.kw))
     env.reset(seed=0)
     gen = torch.Generator(device="cuda").manual_seed(0)
     for g, a in env.sample_actions(gen).items():
@@ -48,21 +49,25 @@ def main(argv=None):
     ap.add_argument("--tpe", nargs="*", type=int, default=[0], help="threads per env to try (0: the default choice)")
     ap.add_argument("--regs", nargs="*", type=int, default=[0], help="register caps to try (0: none)")
     ap.add_argument("--seconds", type=float, default=0.5, help="timed seconds per repeat")
+    ap.add_argument("--split", action="store_true",
+                    help="also time each shape with the step split in three kernels (split_observe)")
     ap.add_argument("--profile", action="store_true", help="no timing, no CUDA graph: 3 plain step launches")
     args = ap.parse_args(argv)
     if args.profile:
-        env = _env(args, args.tpe[0], args.regs[0])
+        env = _env(args, args.tpe[0], args.regs[0], args.split)
         for _ in range(3):
             env.step()
         torch.cuda.synchronize()
         print(f"{args.env_id} {args.num_envs} envs, launch {env._launcher.shape}: 3 steps launched")
         return
     print(f"{args.env_id} num_envs={args.num_envs} {_kwargs(args.kw)}")
-    for tpe, regs in ((t, r) for t in args.tpe for r in args.regs):
+    splits = (False, True) if args.split else (False,)
+    for tpe, regs, split in ((t, r, x) for t in args.tpe for r in args.regs for x in splits):
         try:
-            env = _env(args, tpe, regs)
+            env = _env(args, tpe, regs, split)
         except Exception as exc:  # e.g. too many registers for the block: a result, not a crash
-            print(f"  threads_per_env={tpe} max_registers={regs}: {type(exc).__name__}: {exc}", flush=True)
+            print(f"  threads_per_env={tpe} max_registers={regs} split_observe={split}: {type(exc).__name__}: {exc}",
+                  flush=True)
             continue
         rate = time_steps(env.step, env.device, target_s=args.seconds, repeats=3).summary(args.num_envs)
         print(f"  {str(env._launcher.shape):<70} {rate['median']:.3e} env-steps/s "

@@ -67,6 +67,22 @@ def test_a_register_cap_reaches_the_generated_kernel():
     assert "@cuda.jit(cache=True)" in generate_source(layout, "cuda", launch_shape(5))
 
 
+def test_a_split_step_is_three_kernels_with_the_observations_alone_in_the_second():
+    from gpu_zoo.core.compile import generate_source
+    from gpu_zoo.core.layout import Layout
+
+    spec = gpu_zoo.get_spec("tag_gridworld_v0")
+    layout = Layout(spec, spec.make_params())
+    split = generate_source(layout, "cuda", launch_shape(5, split_observe=True))
+    kernels = [line.split("(")[0][4:] for line in split.splitlines() if line.startswith("def step")]
+    assert kernels == ["step_phases", "step_observe", "step_finished"] and "def reset(" in split
+    observe = split[split.index("def step_observe"):split.index("def step_finished")]
+    assert "s.obs_" in observe and "end_agent" not in observe and "begin_env" not in observe
+    assert "def step(" in generate_source(layout, "cuda", launch_shape(5))
+    with pytest.raises(ValueError, match="split_observe must be a bool"):
+        gpu_zoo.make("tag_gridworld_v0", device="cpu", split_observe="yes")
+
+
 def test_wide_blocks_get_a_register_cap_unless_the_shape_is_chosen():
     from gpu_zoo.core.compile import WIDE_BLOCK_REGISTERS
 

@@ -17,6 +17,12 @@ CASES = {
                                           use_full_observation=False, num_other_agents_observed=3)),
     "tag_own_state": ("tag_continuous_v0", dict(num_taggers=1, num_runners=4, max_cycles=4, tagging_distance=0.2,
                                                 observe_own_state=True)),  # 34 values: a warp per row
+    # The step as three kernels (split_observe): the observations after the episode ends, in a kernel of their own
+    "tag_full_split": ("tag_continuous_v0", dict(num_taggers=2, num_runners=4, max_cycles=6, tagging_distance=0.15,
+                                                 split_observe=True)),
+    "tag_knn_split": ("tag_continuous_v0", dict(num_taggers=1, num_runners=5, max_cycles=5, tagging_distance=0.2,
+                                                use_full_observation=False, num_other_agents_observed=3,
+                                                split_observe=True)),
     "grid_full": ("tag_gridworld_v0", GRID_SMALL),
     "grid_partial": ("tag_gridworld_v0", dict(num_taggers=2, num_runners=1, grid_length=4, max_cycles=4,
                                               use_full_observation=False)),

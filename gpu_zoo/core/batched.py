@@ -54,12 +54,16 @@ class BatchedEnv:
         max_registers: cap on the CUDA kernel's registers per thread (default: 80 for blocks of
             256 threads, else the compiler's choice); a lower cap lets more blocks run at once on
             each multiprocessor, at the cost of spills.
+        split_observe: on CUDA, a step as three kernels (the env's phases, the observations, the
+            finished envs) instead of one: the observations then run without the per-agent
+            phases' barriers (`gpu_zoo.core.compile.launch_shape`). Same values either way.
         **params: the environment's constructor arguments.
     """
 
     def __init__(self, spec: EnvSpec, num_envs: int = 1, device=None, *, autoreset: bool = True,
                  validate: bool = True, target: str | None = None, block: int = 128, cuda_graph: bool = True,
-                 threads_per_env: int | None = None, max_registers: int | None = None, **params):
+                 threads_per_env: int | None = None, max_registers: int | None = None, split_observe: bool = False,
+                 **params):
         if isinstance(num_envs, bool) or not isinstance(num_envs, int) or num_envs < 1:
             raise ValueError(f"num_envs must be a positive int, got {num_envs!r}")
         self.spec = spec
@@ -81,7 +85,8 @@ class BatchedEnv:
                 view = self.buffers.raw[name]
                 view[:] = torch.tensor(fld.init, dtype=view.dtype, device=self.device).view(fld.shape)
         self.state.autoreset[:] = bool(autoreset)
-        self._launcher = Launcher(self.layout, self.buffers, target, block, threads_per_env, max_registers)
+        self._launcher = Launcher(self.layout, self.buffers, target, block, threads_per_env, max_registers,
+                                  split_observe)
         self.target = target
         self.groups = tuple(self.layout.groups)
         self._build_views()

@@ -42,6 +42,7 @@ class LaunchShape:
     threads_per_env: int
     envs_per_block: int
     max_registers: int | None = None  # a cap per thread: more blocks resident per SM, some spills
+    split_observe: bool = False  # the step as three kernels: the step's phases, observations, finished envs
 
     @property
     def block(self) -> int:
@@ -61,8 +62,10 @@ FILL_THREADS = 1 << 18
 WIDE_BLOCK_REGISTERS = 80
 
 
-def check_launch_options(threads_per_env: int | None, max_registers: int | None):
+def check_launch_options(threads_per_env: int | None, max_registers: int | None, split_observe: bool = False):
     """Raises a ValueError naming what was expected (on every target, used or not)."""
+    if not isinstance(split_observe, bool):
+        raise ValueError(f"split_observe must be a bool, got {split_observe!r}")
     t = threads_per_env
     if t is not None and (isinstance(t, bool) or not isinstance(t, int) or t < 1 or t > 1024 or t & (t - 1)):
         raise ValueError(f"threads_per_env must be a power of two in [1, 1024], got {t!r}")
@@ -73,7 +76,7 @@ def check_launch_options(threads_per_env: int | None, max_registers: int | None)
 
 def launch_shape(num_agents: int, simulator: bool = False, block: int = 128,
                  threads_per_env: int | None = None, obs_elements: int = 0, num_envs: int = 1,
-                 max_registers: int | None = None) -> LaunchShape:
+                 max_registers: int | None = None, split_observe: bool = False) -> LaunchShape:
     """Threads per env (a power of two) and envs per block of ``block`` threads.
 
     One thread per agent (at most 256), and more while the batch is too small to fill the GPU and
@@ -87,8 +90,9 @@ def launch_shape(num_agents: int, simulator: bool = False, block: int = 128,
     choice (a power of two up to 1024). ``max_registers`` caps the registers per thread of the
     compiled kernel (16 to 255). By default a block of 256 threads gets a cap of `WIDE_BLOCK_REGISTERS`,
     so three fit on a multiprocessor (65536 registers); smaller blocks get the compiler's choice.
+    ``split_observe`` launches a step as three kernels (`step_kernels`).
     """
-    check_launch_options(threads_per_env, max_registers)
+    check_launch_options(threads_per_env, max_registers, split_observe)
     if threads_per_env is not None:
         tpe = threads_per_env
     else:
@@ -98,21 +102,22 @@ def launch_shape(num_agents: int, simulator: bool = False, block: int = 128,
         spare = min(pow2(-(-obs_elements // 64)), pow2(-(-FILL_THREADS // max(1, num_envs))))
         tpe = min(max(pow2(num_agents), spare), 256)
     if simulator:  # the simulator runs a thread per OS thread: few, unless the caller names them
-        return LaunchShape(tpe if threads_per_env is not None else min(tpe, 8), 1)
+        return LaunchShape(tpe if threads_per_env is not None else min(tpe, 8), 1, None, split_observe)
     epb = max(1, block // tpe)
     if max_registers is None and threads_per_env is None and tpe * epb == 256:
         max_registers = WIDE_BLOCK_REGISTERS
-    return LaunchShape(tpe, epb, max_registers)
+    return LaunchShape(tpe, epb, max_registers, split_observe)
 
 
 def layout_launch_shape(layout: Layout, num_envs: int, simulator: bool = False, block: int = 128,
-                        threads_per_env: int | None = None, max_registers: int | None = None) -> LaunchShape:
+                        threads_per_env: int | None = None, max_registers: int | None = None,
+                        split_observe: bool = False) -> LaunchShape:
     """`launch_shape` for ``num_envs`` copies of ``layout``; `EnvSpec.launch` if the caller picks nothing."""
     if threads_per_env is None and max_registers is None and layout.spec.launch is not None:
         preferred = layout.spec.launch(layout.params)
         threads_per_env, max_registers = preferred.get("threads_per_env"), preferred.get("max_registers")
     return launch_shape(layout.num_agents, simulator, block, threads_per_env, layout.obs_elements, num_envs,
-                        max_registers)
+                        max_registers, split_observe)
 
 
 def cache_dir() -> Path:
@@ -177,30 +182,66 @@ class _Stages:
 
 
 def _stages(layout: Layout) -> tuple[_Stages, _Stages]:
+    """The fused step's stages, and the reset's."""
+    phases, ends, observe, finished = _step_parts(layout)
+    return _joined(phases, observe, ends, finished), _reset_stages(layout)
+
+
+def _step_kernels(layout: Layout) -> tuple[_Stages, _Stages, _Stages]:
+    """The step as three kernels (`LaunchShape.split_observe`).
+
+    First the env's phases and the episode ends, then the observations, then the finished envs
+    (final observations, statistics, auto-reset). The observations then run without the
+    per-agent phases' barriers, where the lanes beyond the agent count idle. They run after the
+    episode ends here, before them in the fused kernel: nothing an observation reads is written
+    by the ends (`observing` is the same either side).
+    """
+    phases, ends, observe, finished = _step_parts(layout)
+    return _joined(phases, ends), observe, finished
+
+
+def _joined(*parts: _Stages) -> _Stages:
+    out = _Stages()
+    for part in parts:
+        out.items += part.items
+        out.imports.update(part.imports)
+        out.per_obs |= part.per_obs
+    return out
+
+
+def _step_parts(layout: Layout) -> tuple[_Stages, _Stages, _Stages, _Stages]:
+    """A step's stages in four parts: the env's phases; the episode ends; the observations; the finished envs."""
     spec, E, params = layout.spec, _episode, layout.params
     step_phases, reset_phases, observe_phases = (spec.phases(k, params) for k in ("step", "reset", "observe"))
-    step, reset = _Stages(), _Stages()
-    step.add(PerEnv(E.begin_env))
-    step.add(PerAgent(E.begin_agent))
+    phases, ends, observe, finished = _Stages(), _Stages(), _Stages(), _Stages()
+    phases.add(PerEnv(E.begin_env))
+    phases.add(PerAgent(E.begin_agent))
     for ph in step_phases:
-        step.add(ph)
-    step.observe(observe_phases)
-    step.add(PerEnv(E.end_env))
-    step.add(PerAgent(E.end_agent))
-    step.elem("final_obs", "s.obs_{g}[e, ai, i]", guard="done")
-    step.add(PerAgent(E.save_return), guard="done")
-    step.add(PerEnv(E.finish_env), guard="done")
-    step.add(PerEnv(E.restart_env), guard="restart")
-    step.add(PerAgent(E.restart_agent), guard="restart")
+        phases.add(ph)
+    ends.add(PerEnv(E.end_env))
+    ends.add(PerAgent(E.end_agent))
+    observe.observe(observe_phases)
+    finished.elem("final_obs", "s.obs_{g}[e, ai, i]", guard="done")
+    finished.add(PerAgent(E.save_return), guard="done")
+    finished.add(PerEnv(E.finish_env), guard="done")
+    finished.add(PerEnv(E.restart_env), guard="restart")
+    finished.add(PerAgent(E.restart_agent), guard="restart")
     for ph in reset_phases:
-        step.add(ph, guard="restart")
-    step.observe(observe_phases, guard="restart")
+        finished.add(ph, guard="restart")
+    finished.observe(observe_phases, guard="restart")
+    return phases, ends, observe, finished
+
+
+def _reset_stages(layout: Layout) -> _Stages:
+    spec, E, params = layout.spec, _episode, layout.params
+    reset_phases, observe_phases = (spec.phases(k, params) for k in ("reset", "observe"))
+    reset = _Stages()
     reset.add(PerEnv(E.reset_env))
     reset.add(PerAgent(E.reset_agent))
     for ph in reset_phases:
         reset.add(ph)
     reset.observe(observe_phases)
-    return step, reset
+    return reset
 
 
 def _args(layout: Layout) -> str:
@@ -501,6 +542,10 @@ def generate_source(layout: Layout, target: str, shape: LaunchShape | None) -> s
         helpers: dict = {}
         bodies = [_cpu_body("step", step, layout, helpers), _cpu_body("reset", reset, layout, helpers)]
         parts += [src for _, src in helpers.values()] + bodies
+    elif shape.split_observe:
+        names = ("step_phases", "step_observe", "step_finished")
+        parts += [_cuda_body(n, st, layout, shape, sim) for n, st in zip(names, _step_kernels(layout), strict=True)]
+        parts.append(_cuda_body("reset", reset, layout, shape, sim))
     else:
         parts += [_cuda_body("step", step, layout, shape, sim), _cuda_body("reset", reset, layout, shape, sim)]
     return "\n\n\n".join(parts) + "\n"

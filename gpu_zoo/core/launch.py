@@ -49,10 +49,10 @@ class Launcher:
     """
 
     def __init__(self, layout: Layout, buffers: Buffers, target: str, block: int = 128,
-                 threads_per_env: int | None = None, max_registers: int | None = None):
+                 threads_per_env: int | None = None, max_registers: int | None = None, split_observe: bool = False):
         self.target = target
         self.device = dev = buffers.device
-        check_launch_options(threads_per_env, max_registers)
+        check_launch_options(threads_per_env, max_registers, split_observe)
         if target == "cpu":
             if dev.type != "cpu":
                 raise ValueError(f"the cpu target needs CPU tensors, got device {dev}")
@@ -67,7 +67,7 @@ class Launcher:
                                  f"NUMBA_ENABLE_CUDASIM=1; got device {dev} with the simulator "
                                  f"{'on' if self.simulator else 'off'}")
             self.shape = layout_launch_shape(layout, buffers.num_envs, self.simulator, block, threads_per_env,
-                                             max_registers)
+                                             max_registers, split_observe)
             self._to_array = _host_array if self.simulator else cuda.as_cuda_array
             self._cuda = cuda
             self._stream_handle = None
@@ -86,7 +86,7 @@ class Launcher:
             compile_seconds[key] = time.perf_counter() - t0
         self.module = _loaded[key]
         self.compile_key = key
-        self._step, self._reset = self._kernel("step"), self._kernel("reset")
+        self._steps, self._reset = self._step_kernels(), self._kernel("reset")
 
     def _warm(self, buffers: Buffers):
         """Compiles both kernels now, on a one-env scratch batch, so the first real call is not slow."""
@@ -94,7 +94,8 @@ class Launcher:
         scratch.fields.params.copy_(buffers.fields.params[:1])
         args = scratch.kernel_args(self._to_array)
         self._launch(self._kernel("reset"), args, 1)
-        self._launch(self._kernel("step"), args, 1)
+        for kernel in self._step_kernels():
+            self._launch(kernel, args, 1)
 
     def _on_device(self):
         """The buffers' GPU made current, as every launch has it.
@@ -125,6 +126,12 @@ class Launcher:
         with self._on_device():
             kernel[grid, self.shape.block, self._stream()](*args)
 
+    def _step_kernels(self) -> tuple:
+        """The kernels of one step, in order: one, or three with ``split_observe``."""
+        if self.shape is not None and self.shape.split_observe:
+            return tuple(self._kernel(n) for n in ("step_phases", "step_observe", "step_finished"))
+        return (self._kernel("step"),)
+
     def _kernel(self, name: str):
         # One env on the CPU: the serial driver, which skips waking the thread pool.
         if self.target == "cpu" and self.num_envs == 1:
@@ -132,7 +139,8 @@ class Launcher:
         return getattr(self.module, name)
 
     def step(self):
-        self._launch(self._step)
+        for kernel in self._steps:
+            self._launch(kernel)
 
     def reset(self):
         self._launch(self._reset)

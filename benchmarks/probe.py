@@ -30,7 +30,7 @@ def _kwargs(pairs: list[str]) -> dict:
     return out
 
 
-def _env(args, tpe, regs=0, split=False):
+def _env(args, tpe, regs=0, split=None):
     env = gpu_zoo.make(args.env_id, num_envs=args.num_envs, device="cuda", validate=False,
                        cuda_graph=not args.profile, threads_per_env=tpe or None, max_registers=regs or None,
                        split_observe=split, **_kwargs(args.kw))
@@ -54,14 +54,14 @@ def main(argv=None):
     ap.add_argument("--profile", action="store_true", help="no timing, no CUDA graph: 3 plain step launches")
     args = ap.parse_args(argv)
     if args.profile:
-        env = _env(args, args.tpe[0], args.regs[0], args.split)
+        env = _env(args, args.tpe[0], args.regs[0], True if args.split else None)
         for _ in range(3):
             env.step()
         torch.cuda.synchronize()
         print(f"{args.env_id} {args.num_envs} envs, launch {env._launcher.shape}: 3 steps launched")
         return
     print(f"{args.env_id} num_envs={args.num_envs} {_kwargs(args.kw)}")
-    splits = (False, True) if args.split else (False,)
+    splits = (False, True) if args.split else (None,)  # None: the env's own choice
     for tpe, regs, split in ((t, r, x) for t in args.tpe for r in args.regs for x in splits):
         try:
             env = _env(args, tpe, regs, split)

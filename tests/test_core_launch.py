@@ -127,3 +127,19 @@ def test_an_envs_preferred_launch_applies_unless_the_caller_chooses(given, expec
     assert (shape.threads_per_env, shape.max_registers) == expected
     assert spec.launch(spec.params(num_taggers=5, num_runners=95)) == {"threads_per_env": 512}
     assert spec.launch(spec.params(num_taggers=5, num_runners=95, use_full_observation=False)) == {}
+
+
+def test_an_env_can_choose_the_split_step_and_a_caller_can_overrule_it():
+    import dataclasses
+
+    from gpu_zoo.core.compile import layout_launch_shape
+    from gpu_zoo.core.layout import Layout
+
+    spec = gpu_zoo.get_spec("tag_gridworld_v0")
+    assert not layout_launch_shape(Layout(spec, spec.make_params()), 8).split_observe
+    splitting = dataclasses.replace(spec, launch=lambda p: {"split_observe": True})
+    layout = Layout(splitting, splitting.make_params())
+    assert layout_launch_shape(layout, 8).split_observe
+    assert not layout_launch_shape(layout, 8, split_observe=False).split_observe
+    assert layout_launch_shape(layout, 8).threads_per_env == layout_launch_shape(Layout(spec, spec.make_params()),
+                                                                                 8).threads_per_env

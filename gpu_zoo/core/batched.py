@@ -57,13 +57,14 @@ class BatchedEnv:
         split_observe: on CUDA, a step as three kernels (the env's phases, the observations, the
             finished envs) instead of one: the observations then run without the per-agent
             phases' barriers (`gpu_zoo.core.compile.launch_shape`). Same values either way.
+            Default: the env's choice (`EnvSpec.launch`), else one kernel.
         **params: the environment's constructor arguments.
     """
 
     def __init__(self, spec: EnvSpec, num_envs: int = 1, device=None, *, autoreset: bool = True,
                  validate: bool = True, target: str | None = None, block: int = 128, cuda_graph: bool = True,
-                 threads_per_env: int | None = None, max_registers: int | None = None, split_observe: bool = False,
-                 **params):
+                 threads_per_env: int | None = None, max_registers: int | None = None,
+                 split_observe: bool | None = None, **params):
         if isinstance(num_envs, bool) or not isinstance(num_envs, int) or num_envs < 1:
             raise ValueError(f"num_envs must be a positive int, got {num_envs!r}")
         self.spec = spec

@@ -62,10 +62,10 @@ FILL_THREADS = 1 << 18
 WIDE_BLOCK_REGISTERS = 80
 
 
-def check_launch_options(threads_per_env: int | None, max_registers: int | None, split_observe: bool = False):
+def check_launch_options(threads_per_env: int | None, max_registers: int | None, split_observe: bool | None = None):
     """Raises a ValueError naming what was expected (on every target, used or not)."""
-    if not isinstance(split_observe, bool):
-        raise ValueError(f"split_observe must be a bool, got {split_observe!r}")
+    if split_observe is not None and not isinstance(split_observe, bool):
+        raise ValueError(f"split_observe must be a bool (or None: the env's choice), got {split_observe!r}")
     t = threads_per_env
     if t is not None and (isinstance(t, bool) or not isinstance(t, int) or t < 1 or t > 1024 or t & (t - 1)):
         raise ValueError(f"threads_per_env must be a power of two in [1, 1024], got {t!r}")
@@ -111,11 +111,13 @@ def launch_shape(num_agents: int, simulator: bool = False, block: int = 128,
 
 def layout_launch_shape(layout: Layout, num_envs: int, simulator: bool = False, block: int = 128,
                         threads_per_env: int | None = None, max_registers: int | None = None,
-                        split_observe: bool = False) -> LaunchShape:
-    """`launch_shape` for ``num_envs`` copies of ``layout``; `EnvSpec.launch` if the caller picks nothing."""
-    if threads_per_env is None and max_registers is None and layout.spec.launch is not None:
-        preferred = layout.spec.launch(layout.params)
+                        split_observe: bool | None = None) -> LaunchShape:
+    """`launch_shape` for ``num_envs`` copies of ``layout``; `EnvSpec.launch`'s choices where the caller makes none."""
+    preferred = layout.spec.launch(layout.params) if layout.spec.launch is not None else {}
+    if threads_per_env is None and max_registers is None:
         threads_per_env, max_registers = preferred.get("threads_per_env"), preferred.get("max_registers")
+    if split_observe is None:
+        split_observe = preferred.get("split_observe", False)
     return launch_shape(layout.num_agents, simulator, block, threads_per_env, layout.obs_elements, num_envs,
                         max_registers, split_observe)
 

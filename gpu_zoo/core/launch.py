@@ -49,7 +49,8 @@ class Launcher:
     """
 
     def __init__(self, layout: Layout, buffers: Buffers, target: str, block: int = 128,
-                 threads_per_env: int | None = None, max_registers: int | None = None, split_observe: bool = False):
+                 threads_per_env: int | None = None, max_registers: int | None = None,
+                 split_observe: bool | None = None):
         self.target = target
         self.device = dev = buffers.device
         check_launch_options(threads_per_env, max_registers, split_observe)

@@ -185,8 +185,9 @@ class EnvSpec:
             NumPy arrays of one environment.
         module: the module whose docstring documents the environment.
         launch: ``launch(params) -> dict`` of ``threads_per_env`` and ``max_registers`` for the
-            GPU when the caller gives neither: a configuration whose kernel is measured to run
-            faster than under `gpu_zoo.core.compile.launch_shape`'s general choice. Optional.
+            GPU when the caller gives neither, and ``split_observe`` when the caller does not give
+            it: a configuration whose kernel is measured to run faster than under
+            `gpu_zoo.core.compile.launch_shape`'s general choice. Optional.
     """
 
     id: str

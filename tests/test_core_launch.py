@@ -76,6 +76,11 @@ def test_a_split_step_is_three_kernels_with_the_observations_alone_in_the_second
     split = generate_source(layout, "cuda", launch_shape(5, split_observe=True))
     kernels = [line.split("(")[0][4:] for line in split.splitlines() if line.startswith("def step")]
     assert kernels == ["step_phases", "step_observe", "step_finished"] and "def reset(" in split
+    wide = launch_shape(100, split_observe=True, threads_per_env=512)
+    assert (wide.phase_threads_per_env, wide.for_phases().envs_per_block, wide.for_phases().block) == (128, 4, 512)
+    body = generate_source(layout, "cuda", wide)
+    assert body[body.index("def step_phases"):].split("def ")[1].count("lane = tid & 127") == 1
+    assert body[body.index("def step_observe"):].split("def ")[1].count("lane = tid & 511") == 1
     observe = split[split.index("def step_observe"):split.index("def step_finished")]
     assert "s.obs_" in observe and "end_agent" not in observe and "begin_env" not in observe
     assert "def step(" in generate_source(layout, "cuda", launch_shape(5))

@@ -43,10 +43,16 @@ class LaunchShape:
     envs_per_block: int
     max_registers: int | None = None  # a cap per thread: more blocks resident per SM, some spills
     split_observe: bool = False  # the step as three kernels: the step's phases, observations, finished envs
+    phase_threads_per_env: int = 0  # split: the threads per env of the kernels around the observations
 
     @property
     def block(self) -> int:
         return self.threads_per_env * self.envs_per_block
+
+    def for_phases(self) -> LaunchShape:
+        """The split step's shape for its phase kernels: as many lanes per env as agents need, the same block size."""
+        t = self.phase_threads_per_env or self.threads_per_env
+        return LaunchShape(t, max(1, self.block // t), self.max_registers)
 
     def grid(self, num_envs: int) -> int:
         return -(-num_envs // self.envs_per_block)
@@ -102,11 +108,21 @@ def launch_shape(num_agents: int, simulator: bool = False, block: int = 128,
         spare = min(pow2(-(-obs_elements // 64)), pow2(-(-FILL_THREADS // max(1, num_envs))))
         tpe = min(max(pow2(num_agents), spare), 256)
     if simulator:  # the simulator runs a thread per OS thread: few, unless the caller names them
-        return LaunchShape(tpe if threads_per_env is not None else min(tpe, 8), 1, None, split_observe)
+        tpe = tpe if threads_per_env is not None else min(tpe, 8)
+        return LaunchShape(tpe, 1, None, split_observe, _phase_threads(tpe, num_agents) if split_observe else 0)
     epb = max(1, block // tpe)
     if max_registers is None and threads_per_env is None and tpe * epb == 256:
         max_registers = WIDE_BLOCK_REGISTERS
-    return LaunchShape(tpe, epb, max_registers, split_observe)
+    return LaunchShape(tpe, epb, max_registers, split_observe, _phase_threads(tpe, num_agents) if split_observe else 0)
+
+
+def _phase_threads(tpe: int, num_agents: int) -> int:
+    """A split step's phase kernels: a lane per agent (a power of two, at most 256), never more than ``tpe``.
+
+    Spare lanes help write observations but idle through per-agent phases; split, only the
+    observation kernel keeps them.
+    """
+    return min(tpe, 1 << math.ceil(math.log2(max(1, num_agents))), 256)
 
 
 def layout_launch_shape(layout: Layout, num_envs: int, simulator: bool = False, block: int = 128,
@@ -545,9 +561,11 @@ def generate_source(layout: Layout, target: str, shape: LaunchShape | None) -> s
         bodies = [_cpu_body("step", step, layout, helpers), _cpu_body("reset", reset, layout, helpers)]
         parts += [src for _, src in helpers.values()] + bodies
     elif shape.split_observe:
-        names = ("step_phases", "step_observe", "step_finished")
-        parts += [_cuda_body(n, st, layout, shape, sim) for n, st in zip(names, _step_kernels(layout), strict=True)]
-        parts.append(_cuda_body("reset", reset, layout, shape, sim))
+        phases, observe, finished = _step_kernels(layout)
+        parts += [_cuda_body("step_phases", phases, layout, shape.for_phases(), sim),
+                  _cuda_body("step_observe", observe, layout, shape, sim),
+                  _cuda_body("step_finished", finished, layout, shape.for_phases(), sim),
+                  _cuda_body("reset", reset, layout, shape, sim)]
     else:
         parts += [_cuda_body("step", step, layout, shape, sim), _cuda_body("reset", reset, layout, shape, sim)]
     return "\n\n\n".join(parts) + "\n"

@@ -95,8 +95,8 @@ class Launcher:
         scratch.fields.params.copy_(buffers.fields.params[:1])
         args = scratch.kernel_args(self._to_array)
         self._launch(self._kernel("reset"), args, 1)
-        for kernel in self._step_kernels():
-            self._launch(kernel, args, 1)
+        for kernel, shape in self._step_kernels():
+            self._launch(kernel, args, 1, shape)
 
     def _on_device(self):
         """The buffers' GPU made current, as every launch has it.
@@ -115,23 +115,26 @@ class Launcher:
             self._numba_stream = self._cuda.external_stream(handle)
         return self._numba_stream
 
-    def _launch(self, kernel, args=None, num_envs=None):
+    def _launch(self, kernel, args=None, num_envs=None, shape: LaunchShape | None = None):
         args = self._args if args is None else args
         if self.target == "cpu":
             kernel(*args)
             return
-        grid = self.shape.grid(self.num_envs if num_envs is None else num_envs)
+        shape = shape or self.shape
+        grid = shape.grid(self.num_envs if num_envs is None else num_envs)
         if self.simulator:
-            kernel[grid, self.shape.block](*args)
+            kernel[grid, shape.block](*args)
             return
         with self._on_device():
-            kernel[grid, self.shape.block, self._stream()](*args)
+            kernel[grid, shape.block, self._stream()](*args)
 
     def _step_kernels(self) -> tuple:
-        """The kernels of one step, in order: one, or three with ``split_observe``."""
+        """(kernel, launch shape) of each kernel of a step, in order: one, or three with ``split_observe``."""
         if self.shape is not None and self.shape.split_observe:
-            return tuple(self._kernel(n) for n in ("step_phases", "step_observe", "step_finished"))
-        return (self._kernel("step"),)
+            around = self.shape.for_phases()
+            return ((self._kernel("step_phases"), around), (self._kernel("step_observe"), self.shape),
+                    (self._kernel("step_finished"), around))
+        return ((self._kernel("step"), self.shape),)
 
     def _kernel(self, name: str):
         # One env on the CPU: the serial driver, which skips waking the thread pool.
@@ -140,8 +143,8 @@ class Launcher:
         return getattr(self.module, name)
 
     def step(self):
-        for kernel in self._steps:
-            self._launch(kernel)
+        for kernel, shape in self._steps:
+            self._launch(kernel, shape=shape)
 
     def reset(self):
         self._launch(self._reset)

@@ -53,7 +53,12 @@ def feat(px, py, sp, ac, hd, alive, e, a, j, b):
 
 
 @cuda.jit
-def row_kernel(px, py, sp, ac, hd, alive, obs):
+def row_kernel(px, py, sp, ac, hd, alive, obs, aligned):
+    """A warp a row, the (block, slot) advanced by carries.
+
+    ``aligned``: lane l writes the elements at l mod 32 of each 128-byte line (whole-line stores),
+    starting before the row where the row starts inside a line; else lane l writes element l.
+    """
     lane = cuda.threadIdx.x & 31
     warp = (cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x) >> 5
     nwarps = (cuda.gridDim.x * cuda.blockDim.x) >> 5
@@ -62,35 +67,7 @@ def row_kernel(px, py, sp, ac, hd, alive, obs):
         e = row // A
         a = row - e * A
         live = alive[e, a] != 0
-        i, b, j = lane, lane // K, lane % K
-        while i < D:
-            if b == 7:
-                v = TIME
-            else:
-                jj = j + 1 if j >= a else j
-                v = feat(px, py, sp, ac, hd, alive, e, a, jj, b) if (live or b >= 5) else np.float32(0.0)
-            obs[e, a, i] = v
-            i += 32
-            j += 32
-            while j >= K:
-                j -= K
-                b += 1
-        row += nwarps
-
-
-@cuda.jit
-def row_aligned_kernel(px, py, sp, ac, hd, alive, obs):
-    """As row_kernel, but lane l writes the elements at l mod 32 of a 128-byte line: whole-line stores."""
-    lane = cuda.threadIdx.x & 31
-    warp = (cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x) >> 5
-    nwarps = (cuda.gridDim.x * cuda.blockDim.x) >> 5
-    row = warp
-    while row < E * A:
-        e = row // A
-        a = row - e * A
-        live = alive[e, a] != 0
-        shift = (row * D) & 31  # the buffer starts on a line
-        i = lane - shift
+        i = lane - ((row * D) & 31 if aligned else 0)  # the buffer starts on a line
         b, j = (i // K, i % K) if i >= 0 else (0, i)
         while i < D:
             if i >= 0:
@@ -168,9 +145,9 @@ def main(argv=None):
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     for per_sm, threads in ((8, 256), (16, 128), (4, 512)):
         grid = sms * per_sm
-        variants[f"row {grid}x{threads}"] = lambda k=row_kernel, gr=grid, t=threads: k[gr, t, stream](*arrays)
-        variants[f"aligned {grid}x{threads}"] = lambda k=row_aligned_kernel, gr=grid, t=threads: k[gr, t, stream](
-            *arrays)
+        for name, aligned in (("row", False), ("aligned", True)):
+            variants[f"{name} {grid}x{threads}"] = lambda gr=grid, t=threads, al=aligned: row_kernel[gr, t, stream](
+                *arrays, al)
     for threads in (128, 256, 512):
         variants[f"slot {E}x{threads}"] = lambda t=threads: slot_kernel[E, t, stream](*arrays)
     written = {}
@@ -190,7 +167,7 @@ def main(argv=None):
     for name, r in rates.items():
         print(f"  {name:<22} {r:9.3e} env-steps/s  {nbytes * r / E / 1e12:5.2f} TB/s of observations")
     print(f"  variants write the same values: {same}")
-    for name, kern in (("row", row_kernel), ("aligned", row_aligned_kernel), ("slot", slot_kernel)):
+    for name, kern in (("row", row_kernel), ("slot", slot_kernel)):
         print(f"  {name} registers: {kern.get_regs_per_thread()}")
 
 

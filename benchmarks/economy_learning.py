@@ -16,6 +16,10 @@ highest allowed rate is annealed, as the AI Economist's ``tax_annealing_schedule
 to 100% over ``--anneal-episodes`` episodes per env, so workers are not taxed out of work by an
 untrained planner. The phases can run apart (each within a time limit): ``--pretrain-only``
 writes ``OUT/pretrain/workers.pt``, and ``--init-from`` that file runs phase 2.
+``--pretrain-taxes random`` trains phase 1 under rates drawn afresh per bracket and period
+(``tax_model="random-bracket-rates"``) instead of none: workers that never saw the rates change
+have no reason to respond to them, and a planner facing such workers learns that taxes move coin
+and cost no work.
 
     python -m benchmarks.economy_learning --pretrain-only --max-minutes 8 --out /tmp/econ
     python -m benchmarks.economy_learning --init-from /tmp/econ/pretrain/workers.pt --max-minutes 7 --out /tmp/econ
@@ -69,7 +73,10 @@ AI_ECONOMIST_PLANNER = {"learning_rate": 1e-4, "ent_coef": 2.0, "ent_coef_final"
                         "ent_anneal_env_steps": 50_000_000, "norm_adv": False, "hidden": 256, "clip_coef": 0.3,
                         "gae_lambda": 0.98, "vf_coef": 0.05, "vf_clip": 50.0, "max_grad_norm": 10.0,
                         "update_epochs": 1, "num_minibatches": 2}
-PRETRAIN = "pretrain"  # phase 1 of --two-phase: the workers, without taxes
+PRETRAIN = "pretrain"  # phase 1 of --two-phase: the workers alone, without taxes or (--pretrain-taxes) others'
+# Phase 1's taxes: none, as the AI Economist; or rates drawn afresh per bracket and period, so the workers see
+# them change and can learn to respond to them before a planner sets them.
+PRETRAIN_TAXES = {"none": dict(disable_taxes=True), "random": dict(tax_model="random-bracket-rates")}
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 PAGE_HEAD = """# Training the economy
 
@@ -92,19 +99,20 @@ def anneal_schedule(episodes: float) -> tuple[float, float]:
     return (-0.1 / slope, slope)
 
 
-def regime_kwargs(regime: str, anneal_episodes: float = 0.0) -> dict:
-    kwargs = dict(REGIMES[regime if regime != PRETRAIN else "free_market"][0])
+def regime_kwargs(regime: str, anneal_episodes: float = 0.0, pretrain_taxes: str = "none") -> dict:
+    kwargs = dict(PRETRAIN_TAXES[pretrain_taxes] if regime == PRETRAIN else REGIMES[regime][0])
     if regime == "ai_planner" and anneal_episodes:
         kwargs["tax_annealing_schedule"] = anneal_schedule(anneal_episodes)
     return kwargs
 
 
 def ppo_args(regime: str, env_steps: int, out: Path, num_envs: int, device: str | None, init_from: str = "",
-             anneal_episodes: float = 0.0, planner_settings: dict | None = None, env_kw: dict | None = None):
+             anneal_episodes: float = 0.0, planner_settings: dict | None = None, env_kw: dict | None = None,
+             pretrain_taxes: str = "none"):
     """The run's trainer settings; ``env_kw`` are env arguments of every regime (the regime's own win)."""
     from trainers.config import preset, with_overrides
 
-    kwargs = {**(env_kw or {}), **regime_kwargs(regime, anneal_episodes)}
+    kwargs = {**(env_kw or {}), **regime_kwargs(regime, anneal_episodes, pretrain_taxes)}
     groups = REGIMES.get(regime, (None, "worker"))[1]
     per_group = {"planner": planner_settings} if "planner" in groups.split(",") and planner_settings else {}
     return with_overrides(preset("gather_trade_build_v0"), env_kwargs=kwargs, train_groups=groups,
@@ -212,7 +220,7 @@ def train_for(args, max_seconds: float = 0.0, resume: Path | None = None):
 def train_one(regime: str, env_steps: int, out: Path, num_envs: int, eval_episodes: int, device: str | None,
               max_seconds: float = 0.0, command: str = "", init_from: str = "", anneal_episodes: float = 0.0,
               run_with: tuple[str, ...] = (), planner_settings: dict | None = None, env_kw: dict | None = None,
-              resume: bool = False):
+              resume: bool = False, pretrain_taxes: str = "none"):
     """Child process: trains one regime, evaluates it, writes ``out/regime/result.json``.
 
     The ``pretrain`` regime only trains, and writes its workers' policies to ``out/pretrain/workers.pt``.
@@ -221,7 +229,8 @@ def train_one(regime: str, env_steps: int, out: Path, num_envs: int, eval_episod
     """
     import gpu_zoo
 
-    args = ppo_args(regime, env_steps, out, num_envs, device, init_from, anneal_episodes, planner_settings, env_kw)
+    args = ppo_args(regime, env_steps, out, num_envs, device, init_from, anneal_episodes, planner_settings, env_kw,
+                    pretrain_taxes)
     folder = out / regime
     earlier = json.loads((folder / "result.json").read_text()) if resume and (folder / "result.json").exists() else {}
     trainer, seconds = train_for(args, max_seconds, resume_point(args, folder) if resume else None)
@@ -293,9 +302,28 @@ def planner_note(rec: dict) -> str:
     return ", ".join(words)
 
 
+def phase1_taxes(env_kwargs: dict, short: bool = False) -> str:
+    """How phase 1 taxed the workers, in words, from its env arguments."""
+    if env_kwargs.get("tax_model") == "random-bracket-rates":
+        return "random rates" if short else "under random rates, every bracket's drawn afresh each period"
+    return "no taxes" if short else "without taxes"
+
+
 def setup_note(rec: dict, main: dict) -> str:
-    """What sets a run apart from the main table's: its number of envs, and the calls it was resumed across."""
+    """What sets a run apart from the main table's: its start, env arguments, envs, and resume points."""
     words = []
+    start, main_start = rec.get("init_from") or {}, main.get("init_from") or {}
+    if start.get("env_steps") != main_start.get("env_steps"):
+        words.append(f"from other phase-1 workers ({start['env_steps'] / 1e6:.0f}M env-steps "
+                     f"{phase1_taxes(start['env_kwargs'])})" if start else "from scratch")
+    own, shared = rec["env_kwargs"], main["env_kwargs"]
+    for k in sorted(set(own) | set(shared)):
+        if k in regime_kwargs(rec["regime"], 1.0) or k in regime_kwargs(main["regime"], 1.0):
+            continue  # the regime's own arguments
+        if k not in own:
+            words.append(f"without `{k}`")
+        elif own[k] != shared.get(k):
+            words.append(f"`{k}={own[k]!r}`")
     if rec["ppo"]["num_envs"] != main["ppo"]["num_envs"]:
         words.append(f"{rec['ppo']['num_envs']} envs")
     if rec.get("resumed_at_env_steps"):
@@ -304,29 +332,39 @@ def setup_note(rec: dict, main: dict) -> str:
 
 
 def response_section(out: Path) -> str:
-    """The page's part on `benchmarks.economy_response`, when ``OUT/response.json`` holds its figures."""
+    """The page's part on `benchmarks.economy_response`: this page's runs first, then ``OUT/response.json``'s.
+
+    ``response.json`` holds the figures of checkpoints measured apart: under the key ``pretrain``
+    this page's phase-1 workers, under a folder name of ``OUT/runs`` that earlier run's workers.
+    """
     from benchmarks.economy_response import table
 
     path = out / "response.json"
-    results = json.loads(path.read_text()) if path.exists() else {}
+    measured = json.loads(path.read_text()) if path.exists() else {}
+    results = {PRETRAIN: measured.pop(PRETRAIN)} if PRETRAIN in measured else {}
     for regime in REGIMES:  # the main table's own runs, measured as they ended
         record = out / regime / "result.json"
         rec = json.loads(record.read_text()) if record.exists() else {}
-        if "response" in rec and regime not in results:
+        if "response" in rec:
             results[regime] = {"env_steps": rec["env_steps"], "episodes": min(64, rec["eval_episodes"]),
                                "rates": rec["response"]}
+    results.update(measured)
     if not results:
         return ""
     episodes = next(iter(results.values()))["episodes"]
     return ("\n\n## Do the workers respond to the rates they see?\n\n"
             "Productivity (social welfare) of each run's workers under flat rates, every bracket alike from "
-            f"the first step, on the same {episodes} episodes (`python -m benchmarks.economy_response`):\n\n"
+            f"the first step, on the same {episodes} episodes (`python -m benchmarks.economy_response`). "
+            "The first rows are this page's runs, phase 1 and the table's; rows named by a folder of "
+            "`benchmarks/results/economy_learning/runs` are earlier ones:\n\n"
             + table(results) + "\n\nWorkers that respond produce less at high rates. Workers that produce "
             "the same at every rate leave a planner nothing to learn but that taxes move coin: its best reply within "
             "an episode is then the highest rate, and training teaches the workers to work less whatever the rates. "
-            "The observations hold the rates but not the income a worker has earned so far in the period, which "
-            "the AI Economist's LSTM policies can add up and ours, without memory, cannot: nothing tells them "
-            "what a period's work will cost on tax day. `observe_period_income=True` adds it.")
+            "Only workers that trained beside a planner ever saw the rates change; without taxes or under one "
+            "fixed schedule there is nothing to respond to. The observations hold the rates, but by default not "
+            "the income a worker has earned so far in the period, which the AI Economist's LSTM policies can add "
+            "up and ours, without memory, cannot: nothing then tells them what a period's work will cost on tax "
+            "day. `observe_period_income=True` adds it.")
 
 
 def report(out: Path, docs: Path = DOCS):
@@ -347,7 +385,8 @@ def report(out: Path, docs: Path = DOCS):
     phase1 = (out / PRETRAIN if (out / PRETRAIN).is_dir() else Path(init["path"]).parent) if init else None
     curves = {regime: (out / regime / "progress.csv", init["env_steps"] if init else 0) for regime in results}
     if phase1 and (phase1 / "progress.csv").exists():
-        curves = {"pretrain (no taxes)": (phase1 / "progress.csv", 0), **curves}
+        curves = {f"pretrain ({phase1_taxes(init['env_kwargs'], short=True)})": (phase1 / "progress.csv", 0),
+                  **curves}
     for name, (path, offset) in curves.items():
         rows = list(csv.DictReader(open(path)))
         for ax, col in zip(axes, ("return/worker", "return/planner"), strict=True):
@@ -398,7 +437,8 @@ def report(out: Path, docs: Path = DOCS):
     on_gpu = first.get("device_name", "CPU") != "CPU"
     where = f"on {len(gpus)} GPUs" if on_gpu and len(gpus) > 1 else f"on one {'GPU' if on_gpu else 'CPU'}"
     if init:
-        intro = (f"Phase 1: the workers trained without taxes for {init['env_steps'] / 1e6:.1f}M env-steps "
+        intro = (f"Phase 1: the workers trained {phase1_taxes(init['env_kwargs'])} for "
+                 f"{init['env_steps'] / 1e6:.1f}M env-steps "
                  f"({init['seconds'] / 60:.1f} min). Phase 2: every regime started from those workers and "
                  f"trained on for its own budget {where}: ")
     else:
@@ -421,10 +461,12 @@ def report(out: Path, docs: Path = DOCS):
         meta += (" Marginal rates in the evaluation episodes, averaged over their steps, brackets from the lowest: "
                  + "; ".join(f"{r.replace('_', ' ')} " + " / ".join(f"{100 * x:.0f}" for x in rates) + "%"
                              for r, rates in taxed.items()) + ".")
-    others = {d.name: json.loads((d / "result.json").read_text())
-              for d in sorted((out / "runs").glob("*")) if (d / "result.json").exists()}
+    earlier = {d.name: json.loads((d / "result.json").read_text())
+               for d in sorted((out / "runs").glob("*")) if (d / "result.json").exists()}
+    others = {name: rec for name, rec in earlier.items() if rec["regime"] != PRETRAIN}
     if others:
-        meta += ("\n\nOther runs of a regime, from the same start and evaluated on the same episodes:\n\n"
+        meta += ("\n\nOther runs of a regime, evaluated on the same episodes; each started from the same "
+                 "phase-1 workers, with the same env arguments, unless it says otherwise:\n\n"
                  + "| run | training | productivity (coin) | equality | social welfare |\n"
                  + "| --- | --- | --- | --- | --- |\n"
                  + "\n".join(row(f"{rec['regime'].replace('_', ' ')}" + (f", rates annealed over "
@@ -438,7 +480,7 @@ def report(out: Path, docs: Path = DOCS):
     phase1_record = phase1 / "result.json" if phase1 else None
     commands = [json.loads(phase1_record.read_text()).get("command", "")] if phase1_record and phase1_record.exists() \
         else []
-    for rec in [*results.values(), *others.values()]:
+    for rec in [*results.values(), *earlier.values()]:
         if rec.get("command") and rec["command"] not in commands:
             commands.append(rec["command"])
     command = "Commands, in order:\n\n" + "\n".join(f"    {c}" for c in commands) + "\n\nrun" if len(commands) > 1 \
@@ -479,6 +521,9 @@ def main(argv=None):
                     help="only phase 2, every regime starting from these pretrained workers")
     ap.add_argument("--pretrain-minutes", type=float, default=None,
                     help="phase 1's time limit (default: --max-minutes)")
+    ap.add_argument("--pretrain-taxes", default="none", choices=list(PRETRAIN_TAXES),
+                    help="phase 1's taxes: none (the AI Economist's), or random rates drawn afresh per bracket and "
+                         "period, which teach the workers to respond to the rates they see")
     ap.add_argument("--anneal-episodes", type=float, default=30.0,
                     help="phase 2: episodes per env over which the planner's rate limit rises from 10%% to 100%%")
     ap.add_argument("--planner-settings", type=json.loads, default={}, metavar="JSON",
@@ -504,7 +549,7 @@ def main(argv=None):
         run_with = tuple(r for r in args.run_with.split(",") if r)
         train_one(args.child, args.env_steps, out, args.num_envs, args.eval_episodes, args.device,
                   args.max_minutes * 60, args.command, args.init_from, anneal, run_with, args.planner_settings,
-                  args.env_kw, args.resume)
+                  args.env_kw, args.resume, args.pretrain_taxes)
         return
     if sum(map(bool, (args.two_phase, args.pretrain_only, args.init_from))) > 1:
         ap.error("--two-phase, --pretrain-only and --init-from are alternatives")
@@ -519,7 +564,7 @@ def main(argv=None):
     base = [sys.executable, "-m", "benchmarks.economy_learning", "--env-steps", str(args.env_steps),
             "--num-envs", str(args.num_envs), "--eval-episodes", str(args.eval_episodes), "--out", str(out),
             "--anneal-episodes", str(args.anneal_episodes), "--planner-settings", json.dumps(args.planner_settings),
-            "--env-kw", json.dumps(args.env_kw),
+            "--env-kw", json.dumps(args.env_kw), "--pretrain-taxes", args.pretrain_taxes,
             "--command", f"python -m benchmarks.economy_learning {given}"]
     base += ["--device", args.device] if args.device else []
     base += ["--resume"] if args.resume else []

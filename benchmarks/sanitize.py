@@ -21,7 +21,11 @@ CONFIGS = {
     "tag_continuous_v0": [dict(num_taggers=2, num_runners=5, max_cycles=4),
                           dict(num_taggers=3, num_runners=32, max_cycles=4),  # 512 threads per env
                           dict(num_taggers=2, num_runners=30, max_cycles=4, use_full_observation=False,
-                               num_other_agents_observed=5)],
+                               num_other_agents_observed=5),
+                          # the step as three kernels, phase lanes fewer than the observation kernel's
+                          dict(num_taggers=3, num_runners=32, max_cycles=4, threads_per_env=128, split_observe=True),
+                          dict(num_taggers=2, num_runners=30, max_cycles=4, use_full_observation=False,
+                               num_other_agents_observed=5, split_observe=True)],
     "tag_gridworld_v0": [dict(num_taggers=3, num_runners=2, grid_length=5, max_cycles=4),
                          dict(max_cycles=4, use_full_observation=False)],
     "simple_tag_v3": [dict(max_cycles=4), dict(max_cycles=4, continuous_actions=True)],

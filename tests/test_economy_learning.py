@@ -5,6 +5,7 @@ episode reports.
 """
 
 import dataclasses
+from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
@@ -131,13 +132,34 @@ def test_the_response_check_plays_a_checkpoints_workers_under_each_flat_rate(tmp
         _rate("0.33")
 
 
-def test_a_run_says_how_its_envs_and_calls_differ_from_the_main_table():
+def test_a_run_says_how_its_start_envs_and_calls_differ_from_the_main_table():
     from benchmarks.economy_learning import setup_note
 
-    main = {"ppo": {"num_envs": 1024}}
-    assert setup_note({"ppo": {"num_envs": 1024}}, main) == ""
-    rec = {"ppo": {"num_envs": 4096}, "resumed_at_env_steps": [306_380_800, 626_688_000]}
+    start = {"env_steps": 214_630_400, "env_kwargs": {"disable_taxes": True, "observe_period_income": True}}
+    main = {"regime": "ai_planner", "ppo": {"num_envs": 1024}, "init_from": start,
+            "env_kwargs": {"tax_model": "model_wrapper", "observe_period_income": True}}
+    same = {"regime": "free_market", "ppo": {"num_envs": 1024}, "init_from": start,
+            "env_kwargs": {"disable_taxes": True, "observe_period_income": True}}
+    assert setup_note(same, main) == ""  # the regime's own arguments are no difference
+    rec = {**same, "ppo": {"num_envs": 4096}, "resumed_at_env_steps": [306_380_800, 626_688_000]}
     assert setup_note(rec, main) == ", 4096 envs, resumed at 306M, 627M"
+    earlier = {**same, "init_from": {"env_steps": 139_264_000, "env_kwargs": {"tax_model": "random-bracket-rates"}},
+               "env_kwargs": {"disable_taxes": True, "obs_range": 3}}
+    assert setup_note(earlier, main) == (", from other phase-1 workers (139M env-steps under random rates, every "
+                                         "bracket's drawn afresh each period), `obs_range=3`, without "
+                                         "`observe_period_income`")
+    assert setup_note({**same, "init_from": None}, main) == ", from scratch"
+
+
+def test_phase_1_trains_without_taxes_or_under_random_rates():
+    from benchmarks.economy_learning import PRETRAIN, ppo_args
+
+    assert regime_kwargs(PRETRAIN) == {"disable_taxes": True}
+    args = ppo_args(PRETRAIN, 1000, Path("/tmp/x"), 4, "cpu", env_kw={"observe_period_income": True},
+                    pretrain_taxes="random")
+    assert args.env_kwargs == {"observe_period_income": True, "tax_model": "random-bracket-rates"}
+    assert args.train_groups == "worker"
+    EconomyParams(**args.env_kwargs)  # the env takes them
 
 
 def test_regimes_spread_over_the_gpus_given_and_name_only_their_neighbours():

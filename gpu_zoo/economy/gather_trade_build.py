@@ -31,9 +31,12 @@ per env and episode instead: each tile is water, a wood source or a stone source
    bonus probability, for ``collect_labor``.
 4. **Tax** (``tax_period`` steps per period): on the first step of a period the planner's action
    sets the marginal rate of each of the 7 brackets (US-federal 2018 cutoffs divided by
-   ``usd_scaling``); on the last step each worker's income in the period (coin, escrow included) is
-   taxed bracket by bracket, the tax is taken from its coin in hand (never more), and the total
-   is shared out equally among the workers.
+   ``usd_scaling``). Other ``tax_model`` values: the US-federal 2018 rates, or
+   ``"random-bracket-rates"``, rates drawn afresh per bracket and period, uniformly among 0%,
+   5%, ..., 100%. An annealed limit (``tax_annealing_schedule``) caps every model's rates. On the
+   last step each worker's income in the period (coin, escrow included) is taxed bracket by
+   bracket, the tax is taken from its coin in hand (never more), and the total is shared out
+   equally among the workers.
 5. Sources regrow.
 
 Skills are drawn per worker and episode: build payment ``min(pmsm, (pmsm - 1) x + 1) x
@@ -126,10 +129,13 @@ square map). The Gini uses the exact pairwise formula for every number of worker
 Economist switches to an approximation from 30). Tax annealing and the energy warm-up count the
 episodes finished in each env since ``reset(seed)``. The AI Economist's ``world-idx_map`` (agent
 indices as values) becomes the own-house, other-house and other-worker channels.
+``tax_model="random-bracket-rates"`` is ours (workers that train under it see the rates change
+and can learn to respond before a planner sets them); the AI Economist's ``fixed-bracket-rates``
+and ``saez`` models are not offered.
 
 ## Version history
 - v0: initial release; ``fixed_four_skill_and_loc`` added (off by default: skills stay drawn per episode);
-  ``observe_period_income`` added (off by default).
+  ``observe_period_income`` added (off by default); ``tax_model="random-bracket-rates"`` added.
 """
 
 from __future__ import annotations
@@ -151,7 +157,7 @@ BRACKETS = 7
 US_CUTOFFS_USD = (0.0, 9700.0, 39475.0, 84200.0, 160725.0, 204100.0, 510300.0)
 US_RATES_2018 = (0.1, 0.12, 0.22, 0.24, 0.32, 0.35, 0.37)
 NUM_RATES = 21  # 0%, 5%, ..., 100%
-TAX_KINDS = {"model_wrapper": 0, "us-federal-single-filer-2018-scaled": 1}
+TAX_KINDS = {"model_wrapper": 0, "us-federal-single-filer-2018-scaled": 1, "random-bracket-rates": 3}  # 2: none
 SWF_KINDS = {"coin_eq_times_productivity": 0, "inv_income_weighted_coin_endowments": 1,
              "inv_income_weighted_utility": 2}
 CHANNELS = ("stone", "wood", "water", "stone_source", "wood_source", "inside", "own_house", "other_house",
@@ -163,8 +169,10 @@ _F64_ZERO = np.float64(0.0)
 _F64_ONE = np.float64(1.0)
 
 # Indices of the random draws within one (env, agent, step): distinct purposes never share one.
-# Draw _D_FIXED_ORDER + i of the planner (which draws nothing else at a reset) deals fixed skill i.
-_D_BUILD_SKILL, _D_GATHER_SKILL, _D_MOVE_ORDER, _D_BONUS, _D_TILE, _D_PLACE, _D_FIXED_ORDER = 0, 1, 2, 3, 4, 10, 420
+# Draw _D_FIXED_ORDER + i of the planner (which draws nothing else at a reset) deals fixed skill i;
+# its draw _D_RATE + b, on a period's first step, bracket b's rate under random-bracket-rates.
+_D_BUILD_SKILL, _D_GATHER_SKILL, _D_MOVE_ORDER, _D_BONUS, _D_TILE, _D_PLACE, _D_RATE, _D_FIXED_ORDER = \
+    0, 1, 2, 3, 4, 10, 400, 420
 
 
 @functools.cache
@@ -421,6 +429,16 @@ def rate_limit(ep_count, p, e):
 def rate_of(k):
     """The k-th discrete rate, as the AI Economist's float64 ``arange(0, 1.05, 0.05)`` gives it."""
     return np.float64(k) * np.float64(0.05)
+
+
+@kernel_fn
+def rates_allowed(limit):
+    """How many of the discrete rates (0%, 5%, ...) are at most ``limit``."""
+    count = 0
+    for k in range(NUM_RATES):
+        if rate_of(k) <= limit:
+            count += 1
+    return count
 
 
 @kernel_fn
@@ -815,6 +833,9 @@ def tax(s, p, e):
                 s.tax_rate[e, b] = rate_of(s.tax_idx[e, b])
             elif p.tax_kind == 1:
                 s.tax_rate[e, b] = min(s.us_rates[e, b], limit)
+            elif p.tax_kind == 3:
+                s.tax_idx[e, b] = randint(s, e, p.planner_lo, _D_RATE + b, rates_allowed(limit))
+                s.tax_rate[e, b] = rate_of(s.tax_idx[e, b])
     if pos >= p.tax_period:
         n = p.num_workers
         collected = _F64_ZERO

@@ -282,20 +282,56 @@ def test_bracket_taxes_and_equal_redistribution_by_hand():
 
 
 def test_the_period_income_and_its_tax_are_observed_when_asked():
-    """observe_period_income: income so far and the tax due on it (rates and incomes as above), / tax_period."""
+    """observe_period_income: income so far and the tax due on it at the period's rates, / tax_period."""
     env = econ_env(**ECON_FIXED)
     env.reset(seed=0)
     s = env.state
     incomes = torch.tensor([5.0, 30.0, 100.0, 600.0], dtype=torch.float64)
     s.coin[0, :4] = s.last_coin[0, :4] + incomes
-    obs = act(env, [NOOP] * 4, planner=[3, 2, 1, 1, 21, 11, 5])[0]  # the period's first step sets the rates
+    obs = act(env, [NOOP] * 4)[0]  # the period's first step sets the rates (drawn: random-bracket-rates)
     assert float(s.tax_collected[0]) == 0.0  # tax day is the next step
-    taxes = torch.tensor([0.5, 1.985, 2.45875, 216.87375], dtype=torch.float64)
+    rates, cutoffs = s.tax_rate[0].tolist(), s.cutoffs[0].tolist()
+    assert any(rates)
+    brackets = list(zip(rates, cutoffs[:-1], cutoffs[1:], strict=True))
+    taxes = torch.tensor([sum(r * min(hi - lo, max(0.0, x - lo)) for r, lo, hi in brackets) for x in incomes.tolist()],
+                         dtype=torch.float64)
     expected = torch.stack([incomes, taxes], dim=1).float() / 2  # tax_period 2
     torch.testing.assert_close(obs["worker"][0, :, -2:], expected)
     torch.testing.assert_close(obs["planner"][0, 0, -8:], expected.flatten())
+    act(env, [NOOP] * 4)  # tax day levies what was observed
+    assert float(s.tax_collected[0]) == pytest.approx(float(taxes.sum()))
     n = env.single_observation_space("worker").shape[0] - econ_env().single_observation_space("worker").shape[0]
     assert n == 2
+
+
+def test_random_bracket_rates_are_drawn_per_bracket_and_period_and_replay():
+    env = econ_env(num_envs=64, **ECON_FIXED)  # tax_period 2: periods start on steps 1 and 3; step 4 resets
+
+    def rates_seen(seed):
+        env.reset(seed=seed)
+        seen = []
+        for _ in range(3):
+            act(env, [NOOP] * 4, planner=[21] * 7)  # the planner's choice is ignored, and masked
+            assert env.action_masks["planner"].view(64, 7, 22)[:, :, 1:].sum() == 0
+            torch.testing.assert_close(env.state.tax_rate, env.state.tax_idx.double() * 0.05, rtol=0, atol=0)
+            seen.append(env.state.tax_idx.clone())
+        return seen
+
+    seen = rates_seen(3)
+    assert torch.equal(seen[0], seen[1])  # fixed within a period
+    drawn = torch.stack([seen[0], seen[2]]).long()
+    # uniform on the grid 0%, 5%, ..., 100%: all 21 among 896 draws, none far from its share (42.7)
+    counts = torch.bincount(drawn.flatten())
+    assert len(counts) == 21 and int(counts.min()) > 15 and int(counts.max()) < 75
+    assert bool((seen[0] != seen[2]).any(dim=1).all())  # every env draws afresh each period
+    assert bool((drawn[:, :, 1:] != drawn[:, :, :1]).any(dim=2).all())  # brackets apart
+    assert all(torch.equal(x, y) for x, y in zip(seen, rates_seen(3), strict=True))  # the seed replays
+    assert not torch.equal(seen[0], rates_seen(4)[0])
+
+
+def test_random_rates_stay_within_the_annealed_limit(monkeypatch):
+    monkeypatch.setattr(gtb, "rate_of", gtb.rate_of.py_func)  # kernel functions have no Python wrapper
+    assert [gtb.rates_allowed.py_func(x) for x in (0.0, 0.04, 0.31, 0.999, 1.0)] == [1, 1, 7, 20, 21]
 
 
 def test_tax_is_capped_by_coin_in_hand_and_escrow_counts_as_income():

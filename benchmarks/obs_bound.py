@@ -11,9 +11,12 @@ floats, feature-major as the env's) from random state, with no step phases and n
 - ``aligned``: as ``row``, but lane ``l`` writes the element at ``l`` of each 128-byte line, so a
   warp's store fills whole sectors;
 - ``slot``: one env a block, lanes over its (agent, slot) pairs, seven features computed then
-  stored: the fused kernel's observation stage, without the rest of the step.
+  stored: the fused kernel's observation stage, without the rest of the step;
+- ``slot padded``: as ``slot`` at 512 threads, into rows padded to whole 128-byte lines (a view
+  of a wider buffer), so every row starts on a line;
+- ``slot f16``: as ``slot`` at 512 threads, into half-precision observations: half the bytes.
 
-All variants must write the same values (checked). Needs a GPU.
+All variants must write the same values (checked; ``f16`` to its precision). Needs a GPU.
 """
 
 import argparse
@@ -135,37 +138,46 @@ def main(argv=None):
     state = [torch.rand(E, A, device="cuda", generator=g) * 10 for _ in range(5)]
     alive = (torch.rand(E, A, device="cuda", generator=g) > 0.2).to(torch.int32)
     obs = torch.empty(E, A, D, device="cuda")
+    padded = torch.empty(E, A, -(-D // 32) * 32, device="cuda")[:, :, :D]
+    half = torch.empty(E, A, D, device="cuda", dtype=torch.float16)
     arrays = [cuda.as_cuda_array(t) for t in (*state, alive, obs)]
+    inputs = arrays[:-1]
     stream = cuda.external_stream(torch.cuda.current_stream().cuda_stream)
 
     def rate(step):
         return time_steps(step, "cuda", target_s=args.seconds, repeats=3).summary(E)["median"]
 
-    variants = {"fill": lambda: obs.fill_(1.0)}
+    # name: (step, the buffer it writes, the kind whose values it must match)
+    variants = {"fill": (lambda: obs.fill_(1.0), obs, "fill")}
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     for per_sm, threads in ((8, 256), (16, 128), (4, 512)):
         grid = sms * per_sm
         for name, aligned in (("row", False), ("aligned", True)):
-            variants[f"{name} {grid}x{threads}"] = lambda gr=grid, t=threads, al=aligned: row_kernel[gr, t, stream](
-                *arrays, al)
+            variants[f"{name} {grid}x{threads}"] = (lambda gr=grid, t=threads, al=aligned: row_kernel[gr, t, stream](
+                *arrays, al), obs, name)
     for threads in (128, 256, 512):
-        variants[f"slot {E}x{threads}"] = lambda t=threads: slot_kernel[E, t, stream](*arrays)
-    written = {}
-    rates = {}
-    for name, step in variants.items():
+        variants[f"slot {E}x{threads}"] = (lambda t=threads: slot_kernel[E, t, stream](*arrays), obs, "slot")
+    for name, out in (("slot padded", padded), ("slot f16", half)):
+        target = cuda.as_cuda_array(out)
+        variants[f"{name} {E}x512"] = (lambda o=target: slot_kernel[E, 512, stream](*inputs, o), out, name)
+    written, rates, nbytes = {}, {}, {}
+    for name, (step, out, kind) in variants.items():
         rates[name] = rate(step)
-        written[name.split()[0]] = obs.clone()
-    same = all(torch.equal(written["row"], written[k]) for k in ("aligned", "slot"))
+        written[kind] = out.clone()
+        nbytes[name] = E * A * D * out.element_size()  # the observations, not the padding
+    ref = written["row"]
+    same = (all(torch.equal(ref, written[k]) for k in ("aligned", "slot", "slot padded"))
+            and torch.allclose(written["slot f16"].float(), ref, rtol=1e-3, atol=1e-3))
     env = gpu_zoo.make("tag_continuous_v0", num_envs=E, device="cuda", validate=False, num_taggers=T, num_runners=R)
     env.reset(seed=0)
     for grp, a in env.sample_actions(torch.Generator(device="cuda").manual_seed(0)).items():
         env.actions[grp].copy_(a)
     rates["the env's fused step"] = rate(env.step)
-    nbytes = obs.numel() * 4
-    print(f"{E} envs x {A} agents, {D} floats an observation ({nbytes / 1e6:.0f} MB a step); "
+    nbytes["the env's fused step"] = E * A * D * 4
+    print(f"{E} envs x {A} agents, {D} floats an observation ({obs.numel() * 4 / 1e6:.0f} MB a step in f32); "
           f"{torch.cuda.get_device_name()}")
     for name, r in rates.items():
-        print(f"  {name:<22} {r:9.3e} env-steps/s  {nbytes * r / E / 1e12:5.2f} TB/s of observations")
+        print(f"  {name:<26} {r:9.3e} env-steps/s  {nbytes[name] * r / E / 1e12:5.2f} TB/s of observations")
     print(f"  variants write the same values: {same}")
     for name, kern in (("row", row_kernel), ("slot", slot_kernel)):
         print(f"  {name} registers: {kern.get_regs_per_thread()}")

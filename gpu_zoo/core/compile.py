@@ -102,27 +102,24 @@ def launch_shape(num_agents: int, simulator: bool = False, block: int = 128,
     if threads_per_env is not None:
         tpe = threads_per_env
     else:
-        def pow2(n):
-            return 1 << math.ceil(math.log2(max(1, n)))
-
-        spare = min(pow2(-(-obs_elements // 64)), pow2(-(-FILL_THREADS // max(1, num_envs))))
-        tpe = min(max(pow2(num_agents), spare), 256)
-    if simulator:  # the simulator runs a thread per OS thread: few, unless the caller names them
-        tpe = tpe if threads_per_env is not None else min(tpe, 8)
-        return LaunchShape(tpe, 1, None, split_observe, _phase_threads(tpe, num_agents) if split_observe else 0)
+        spare = min(_pow2(-(-obs_elements // 64)), _pow2(-(-FILL_THREADS // max(1, num_envs))))
+        tpe = min(max(_pow2(num_agents), spare), 256)
+    if simulator and threads_per_env is None:  # the simulator runs a thread per OS thread: few
+        tpe = min(tpe, 8)
+    # Split, the phase kernels get a lane per agent (at most 256, never more than tpe): spare lanes
+    # help write observations but idle through per-agent phases, so only the observation kernel keeps them.
+    phase_tpe = min(tpe, _pow2(num_agents), 256) if split_observe else 0
+    if simulator:
+        return LaunchShape(tpe, 1, None, split_observe, phase_tpe)
     epb = max(1, block // tpe)
     if max_registers is None and threads_per_env is None and tpe * epb == 256:
         max_registers = WIDE_BLOCK_REGISTERS
-    return LaunchShape(tpe, epb, max_registers, split_observe, _phase_threads(tpe, num_agents) if split_observe else 0)
+    return LaunchShape(tpe, epb, max_registers, split_observe, phase_tpe)
 
 
-def _phase_threads(tpe: int, num_agents: int) -> int:
-    """A split step's phase kernels: a lane per agent (a power of two, at most 256), never more than ``tpe``.
-
-    Spare lanes help write observations but idle through per-agent phases; split, only the
-    observation kernel keeps them.
-    """
-    return min(tpe, 1 << math.ceil(math.log2(max(1, num_agents))), 256)
+def _pow2(n: int) -> int:
+    """The smallest power of two at least ``n`` (1 for n <= 1)."""
+    return 1 << math.ceil(math.log2(max(1, n)))
 
 
 def layout_launch_shape(layout: Layout, num_envs: int, simulator: bool = False, block: int = 128,

@@ -360,8 +360,9 @@ def response_section(out: Path) -> str:
             + table(results) + "\n\nWorkers that respond produce less at high rates. Workers that produce "
             "the same at every rate leave a planner nothing to learn but that taxes move coin: its best reply within "
             "an episode is then the highest rate, and training teaches the workers to work less whatever the rates. "
-            "Only workers that trained beside a planner ever saw the rates change; without taxes or under one "
-            "fixed schedule there is nothing to respond to. The observations hold the rates, but by default not "
+            "Workers learn to respond only where the rates they see change: beside a planner, or in a phase 1 "
+            "under random rates (`--pretrain-taxes random`); without taxes or under one fixed schedule there is "
+            "nothing to respond to. The observations hold the rates, but by default not "
             "the income a worker has earned so far in the period, which the AI Economist's LSTM policies can add "
             "up and ours, without memory, cannot: nothing then tells them what a period's work will cost on tax "
             "day. `observe_period_income=True` adds it.")

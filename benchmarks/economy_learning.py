@@ -8,6 +8,8 @@ Regimes, each trained from scratch with the same budget, seed and PPO settings:
 - ``free_market``: no taxes (``disable_taxes=True``); the workers learn.
 - ``us_federal``: the 2018 US federal brackets, scaled (``tax_model="us-federal-single-filer-2018-scaled"``).
 - ``ai_planner``: the workers and the tax-setting planner learn together (``tax_model="model_wrapper"``).
+- ``flat_tax``, only when named in ``--regimes``: 40% in every bracket (``tax_model="fixed-bracket-rates"``),
+  to ask whether a fixed tax beats the free market once the workers have adapted to it.
 
 With ``--two-phase``, as in the AI Economist, workers first train without taxes (phase 1,
 ``pretrain``); then every regime starts from those workers (``Args.init_from``) and trains on for
@@ -59,7 +61,12 @@ REGIMES = {
     "free_market": (dict(disable_taxes=True), "worker"),
     "us_federal": (dict(tax_model="us-federal-single-filer-2018-scaled"), "worker"),
     "ai_planner": (dict(tax_model="model_wrapper"), "worker,planner"),
+    # Not run unless asked (--regimes): can a fixed tax beat the free market once the workers have adapted
+    # to it? 40% in every bracket is where welfare peaked when the free market's workers played under flat
+    # rates (benchmarks.economy_response, docs/economy_learning.md).
+    "flat_tax": (dict(tax_model="fixed-bracket-rates", fixed_bracket_rates=(0.4,) * 7), "worker"),
 }
+DEFAULT_REGIMES = ["free_market", "us_federal", "ai_planner"]  # the AI Economist's comparison
 # The AI Economist's phase-2 planner policy (tutorials/rllib/phase2/config.yaml), as far as our PPO can
 # say it: a third of the workers' learning rate, wider networks, an entropy weight annealed from 2.0 to
 # 0.125 over 50M steps against advantages left unnormalised (RLlib's PPO does not normalise them), its
@@ -514,7 +521,7 @@ def main(argv=None):
                          "regimes on one GPU share it, e.g. --regimes ai_planner free_market us_federal --gpus 0 1 1")
     ap.add_argument("--max-minutes", type=float, default=0.0, help="stop each regime's training after this (0: none)")
     ap.add_argument("--out", default="runs/economy_learning")
-    ap.add_argument("--regimes", nargs="*", default=list(REGIMES), choices=list(REGIMES))
+    ap.add_argument("--regimes", nargs="*", default=DEFAULT_REGIMES, choices=list(REGIMES))
     ap.add_argument("--two-phase", action="store_true",
                     help="workers train without taxes first, then every regime starts from them (as the AI Economist)")
     ap.add_argument("--pretrain-only", action="store_true", help="only phase 1: writes OUT/pretrain/workers.pt")

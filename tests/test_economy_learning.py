@@ -50,7 +50,7 @@ def test_an_annealed_planner_is_evaluated_under_the_limit_its_training_reached()
     assert eval_kwargs("ai_planner", 0.0, episodes_done=3) == (REGIMES["ai_planner"][0], 1.0)
 
 
-@pytest.mark.parametrize("regime", ["free_market", "us_federal", "ai_planner"])
+@pytest.mark.parametrize("regime", ["free_market", "us_federal", "ai_planner", "flat_tax"])
 def test_an_evaluation_episode_reports_the_rates_in_force(regime):
     # The rule tests' sizes: the planner's regime (the env's defaults) shares their compiled kernels.
     env = gpu_zoo.make("gather_trade_build_v0", num_envs=2, device="cpu", autoreset=False, **ECON_SMALL,
@@ -59,8 +59,10 @@ def test_an_evaluation_episode_reports_the_rates_in_force(regime):
     assert out["tax_rates"].shape == (2, 7) and set(out) == {"productivity", "equality", "welfare", "tax_rates"}
     if regime == "free_market":
         assert not out["tax_rates"].any()
-    elif regime == "us_federal":
-        np.testing.assert_allclose(out["tax_rates"], env.state.us_rates.numpy())  # in force from the first step
+    elif regime in ("us_federal", "flat_tax"):  # in force from the first step
+        np.testing.assert_allclose(out["tax_rates"], env.state.fixed_rates.numpy())
+        rates = (0.4,) * 7 if regime == "flat_tax" else (0.1, 0.12, 0.22, 0.24, 0.32, 0.35, 0.37)
+        np.testing.assert_allclose(out["tax_rates"], np.tile(rates, (2, 1)))
     else:
         # a multiple of 5% set on the first step of each period: the average is one of their means
         assert 0 < out["tax_rates"].max() <= 1

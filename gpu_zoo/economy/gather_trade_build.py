@@ -31,7 +31,8 @@ per env and episode instead: each tile is water, a wood source or a stone source
    bonus probability, for ``collect_labor``.
 4. **Tax** (``tax_period`` steps per period): on the first step of a period the planner's action
    sets the marginal rate of each of the 7 brackets (US-federal 2018 cutoffs divided by
-   ``usd_scaling``). Other ``tax_model`` values: the US-federal 2018 rates, or
+   ``usd_scaling``). Other ``tax_model`` values: the US-federal 2018 rates,
+   ``"fixed-bracket-rates"``, the 7 rates given as ``fixed_bracket_rates`` (each in [0, 1]), or
    ``"random-bracket-rates"``, rates drawn afresh per bracket and period, uniformly among 0%,
    5%, ..., 100%. An annealed limit (``tax_annealing_schedule``) caps every model's rates. On the
    last step each worker's income in the period (coin, escrow included) is taxed bracket by
@@ -130,12 +131,13 @@ Economist switches to an approximation from 30). Tax annealing and the energy wa
 episodes finished in each env since ``reset(seed)``. The AI Economist's ``world-idx_map`` (agent
 indices as values) becomes the own-house, other-house and other-worker channels.
 ``tax_model="random-bracket-rates"`` is ours (workers that train under it see the rates change
-and can learn to respond before a planner sets them); the AI Economist's ``fixed-bracket-rates``
-and ``saez`` models are not offered.
+and can learn to respond before a planner sets them); the AI Economist's ``saez`` model is not
+offered.
 
 ## Version history
 - v0: initial release; ``fixed_four_skill_and_loc`` added (off by default: skills stay drawn per episode);
-  ``observe_period_income`` added (off by default); ``tax_model="random-bracket-rates"`` added.
+  ``observe_period_income`` added (off by default); ``tax_model="random-bracket-rates"`` added;
+  ``tax_model="fixed-bracket-rates"`` with ``fixed_bracket_rates`` added.
 """
 
 from __future__ import annotations
@@ -157,7 +159,9 @@ BRACKETS = 7
 US_CUTOFFS_USD = (0.0, 9700.0, 39475.0, 84200.0, 160725.0, 204100.0, 510300.0)
 US_RATES_2018 = (0.1, 0.12, 0.22, 0.24, 0.32, 0.35, 0.37)
 NUM_RATES = 21  # 0%, 5%, ..., 100%
-TAX_KINDS = {"model_wrapper": 0, "us-federal-single-filer-2018-scaled": 1, "random-bracket-rates": 3}  # 2: none
+# 1: rates fixed per env (the `fixed_rates` field), 2: none
+TAX_KINDS = {"model_wrapper": 0, "us-federal-single-filer-2018-scaled": 1, "fixed-bracket-rates": 1,
+             "random-bracket-rates": 3}
 SWF_KINDS = {"coin_eq_times_productivity": 0, "inv_income_weighted_coin_endowments": 1,
              "inv_income_weighted_utility": 2}
 CHANNELS = ("stone", "wood", "water", "stone_source", "wood_source", "inside", "own_house", "other_house",
@@ -233,6 +237,7 @@ class EconomyParams:
     tax_period: int = 100
     usd_scaling: int = 1000
     tax_annealing_schedule: tuple | None = None
+    fixed_bracket_rates: tuple | None = None
     isoelastic_eta: float = 0.23
     energy_cost: float = 0.21
     energy_warmup_constant: float = 0.0
@@ -265,6 +270,16 @@ class EconomyParams:
         for name, allowed in choices:
             if getattr(self, name) not in allowed:
                 raise ValueError(f"{name} must be one of {allowed}, got {getattr(self, name)!r}")
+        rates = self.fixed_bracket_rates
+        if (rates is not None) != (self.tax_model == "fixed-bracket-rates"):
+            raise ValueError("fixed_bracket_rates (7 rates in [0, 1]) is needed by tax_model='fixed-bracket-rates' "
+                             f"and only by it; got tax_model={self.tax_model!r}, fixed_bracket_rates={rates!r}")
+        if rates is not None and (not isinstance(rates, tuple | list) or len(rates) != BRACKETS or not all(
+                isinstance(r, int | float) and not isinstance(r, bool) and 0.0 <= r <= 1.0 for r in rates)):
+            raise ValueError(f"fixed_bracket_rates must be {BRACKETS} rates in [0, 1], one per bracket from the "
+                             f"lowest; got {rates!r}")
+        if rates is not None:
+            object.__setattr__(self, "fixed_bracket_rates", tuple(float(r) for r in rates))  # a list from JSON too
         sched = self.tax_annealing_schedule
         if sched is not None and (len(sched) != 2 or not all(isinstance(x, int | float) for x in sched)):
             raise ValueError(f"tax_annealing_schedule must be None or (warmup, slope), got {sched!r}")
@@ -368,7 +383,8 @@ def fields(p: EconomyParams) -> tuple[Field, ...]:
         Field("price_hist", "f64", (2, P), "traded prices per resource, decayed by 0.995 a step"),
         Field("cutoffs", "f64", (BRACKETS + 1,), "bracket edges in coin (the last is infinite)",
               init=(*(c / p.usd_scaling for c in US_CUTOFFS_USD), math.inf)),
-        Field("us_rates", "f64", (BRACKETS,), "the US-federal 2018 marginal rates", init=US_RATES_2018),
+        Field("fixed_rates", "f64", (BRACKETS,), "the fixed marginal rates: US-federal 2018 or fixed_bracket_rates",
+              init=p.fixed_bracket_rates or US_RATES_2018),
         Field("fixed_skill_k", "f64", (n,), "fixed_four_skill_and_loc: k_i of the i-th smallest payment",
               init=ranked_skill_offsets(n) if p.fixed_four_skill_and_loc else None),
         Field("tax_idx", "i32", (BRACKETS,), "index of each bracket's rate among 0%, 5%, ..., 100%"),
@@ -647,7 +663,7 @@ def reset_env(s, p, e):
     limit = rate_limit(s.ep_count, p, e)
     for b in range(BRACKETS):
         s.tax_idx[e, b] = 0
-        s.tax_rate[e, b] = min(s.us_rates[e, b], limit) if p.tax_kind == 1 else _F64_ZERO
+        s.tax_rate[e, b] = min(s.fixed_rates[e, b], limit) if p.tax_kind == 1 else _F64_ZERO
     s.tax_pos[e] = 1
     s.tax_collected[e] = 0
     s.lump_sum[e] = 0
@@ -832,7 +848,7 @@ def tax(s, p, e):
                     s.tax_idx[e, b] = k - 1
                 s.tax_rate[e, b] = rate_of(s.tax_idx[e, b])
             elif p.tax_kind == 1:
-                s.tax_rate[e, b] = min(s.us_rates[e, b], limit)
+                s.tax_rate[e, b] = min(s.fixed_rates[e, b], limit)
             elif p.tax_kind == 3:
                 s.tax_idx[e, b] = randint(s, e, p.planner_lo, _D_RATE + b, rates_allowed(limit))
                 s.tax_rate[e, b] = rate_of(s.tax_idx[e, b])

@@ -334,6 +334,18 @@ def test_random_rates_stay_within_the_annealed_limit(monkeypatch):
     assert [gtb.rates_allowed.py_func(x) for x in (0.0, 0.04, 0.31, 0.999, 1.0)] == [1, 1, 7, 20, 21]
 
 
+@pytest.mark.parametrize("kw, match", [
+    (dict(tax_model="fixed-bracket-rates"), "needed by tax_model='fixed-bracket-rates'"),
+    (dict(fixed_bracket_rates=(0.1,) * 7), "and only by it"),
+    (dict(tax_model="fixed-bracket-rates", fixed_bracket_rates=(0.1,) * 6), "7 rates in"),
+    (dict(tax_model="fixed-bracket-rates", fixed_bracket_rates=(0.1,) * 6 + (1.5,)), "7 rates in"),
+    (dict(tax_model="fixed-bracket-rates", fixed_bracket_rates=(0.1,) * 6 + ("high",)), "7 rates in"),
+])
+def test_fixed_bracket_rates_are_checked(kw, match):
+    with pytest.raises(ValueError, match=match):
+        EconomyParams(**kw)
+
+
 def test_tax_is_capped_by_coin_in_hand_and_escrow_counts_as_income():
     env = staged()
     s = env.state

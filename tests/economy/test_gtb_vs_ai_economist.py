@@ -21,7 +21,7 @@ from gpu_zoo.economy.gather_trade_build import (
     worker_action_meanings,
 )
 from gpu_zoo.economy.layouts import TILE_STONE, TILE_WATER, TILE_WOOD
-from tests.economy.helpers import ECON_SMALL, NOOP, act, staged
+from tests.economy.helpers import ECON_SMALL, NOOP, act, econ_env, staged
 
 with contextlib.redirect_stdout(io.StringIO()):  # it prints a GPU census on import
     foundation = pytest.importorskip("ai_economist.foundation")
@@ -126,6 +126,32 @@ def test_bracket_taxes_match_on_random_incomes(aie_env):
         assert float(s.tax_collected[e]) == pytest.approx(paid.sum(), rel=1e-9, abs=1e-9)
         rates = [float(tax.marginal_rate(float(x))) for x in incomes[e]]
         np.testing.assert_allclose(s.last_marginal[e, :4].numpy(), rates, rtol=1e-6)
+
+
+def test_fixed_bracket_rates_tax_as_the_package_does(aie_env):
+    env, _ = aie_env
+    gen = torch.Generator().manual_seed(2)
+    rates = [0.0, 1.0, *torch.rand(5, generator=gen, dtype=torch.float64).tolist()]  # off the 5% grid too
+    tax = type(env.get_component("PeriodicBracketTax"))(env.world, 1000, tax_model="fixed-bracket-rates",
+                                                         fixed_bracket_rates=rates, period=10)
+    # The US-federal regime's kernels (tests/test_economy_learning.py): fixed rates are state, not compiled.
+    ours = econ_env(12, autoreset=False, tax_model="fixed-bracket-rates", fixed_bracket_rates=tuple(rates))
+    ours.reset(seed=4)
+    s = ours.state
+    in_force = np.tile(tax.curr_marginal_rates, (12, 1))
+    np.testing.assert_allclose(s.tax_rate.numpy(), in_force, rtol=0, atol=0)  # from the first step
+    for _ in range(9):
+        act(ours, [NOOP] * 4, planner=[21] * 7)  # the planner's action is masked and changes nothing
+        assert not ours.action_masks["planner"].view(12, 7, 22)[:, :, 1:].any()
+    np.testing.assert_allclose(s.tax_rate.numpy(), in_force, rtol=0, atol=0)
+    incomes = torch.rand(12, 4, generator=gen, dtype=torch.float64) ** 2 * 700
+    s.coin[:, :4] = s.last_coin[:, :4] + incomes
+    before = s.coin[:, :4].clone()
+    act(ours, [NOOP] * 4)  # step 10: tax day
+    for e in range(12):
+        paid = np.minimum(before[e].numpy(), [tax.taxes_due(float(x)) for x in incomes[e]])
+        np.testing.assert_allclose(s.coin[e, :4].numpy(), before[e].numpy() - paid + paid.sum() / 4, rtol=1e-9,
+                                   atol=1e-9)
 
 
 def test_our_small_config_is_the_package_config_but_shorter():

@@ -19,7 +19,7 @@ PZ_CONFIGS = {
 # The AI Economist's training configuration with our options on: parity then covers them (one more compile each
 # would cost CI minutes); "economy" covers the planner's own rates.
 ECON_FIXED = dict(max_cycles=4, tax_period=2, fixed_four_skill_and_loc=True, observe_period_income=True,
-                  tax_model="random-bracket-rates")
+                  tax_model="random-bracket-rates", energy_warmup_method="auto", energy_warmup_constant=3.0)
 
 
 def tag_env(num_envs=2, **kw):

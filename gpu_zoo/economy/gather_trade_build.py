@@ -58,7 +58,9 @@ bonus and the raw build skill observed are still drawn per worker.
 ## Rewards
 A worker gets the change of its utility ``((coin)^(1-eta) - 1) / (1 - eta) - energy_cost x w x
 labor`` (coin in hand and in escrow, cumulative labor; ``log(max(1, coin))`` at ``eta = 1``; ``w = 1
-- exp(-episodes / energy_warmup_constant)``, or 1 when the constant is 0). The planner gets the
+- exp(-x / energy_warmup_constant)``, or 1 when the constant is 0, where ``x`` counts the episodes
+finished (``energy_warmup_method="decay"``) or the steps whose mean worker reward was positive
+(``"auto"``), in each env since its episode count was last 0). The planner gets the
 change of social welfare: by default equality x productivity, ``(1 - gini) x mean(coin)``, with
 ``gini = sum_ij |c_i - c_j| / (2 (n - 1) sum c)``.
 
@@ -121,15 +123,17 @@ its work of this period will cost on tax day: under flat rates even ``marginal_r
 at every income.
 
 ## Differences from the AI Economist
-Random numbers come from the seed through gpu_zoo's counter-based generator, so a given seed
-gives other draws than the AI Economist's NumPy ones (same distributions). The ``auto`` energy
-warm-up is not offered. ``fixed_four_skill_and_loc``'s payments are the exact expectations, where
-the AI Economist averages 100,000 samples when it builds the env (within 0.1% of them); its last
-corner is ``(height - 1, width - 1)`` where it writes ``(width - 1, width - 1)`` (the same on a
-square map). The Gini uses the exact pairwise formula for every number of workers (the AI
-Economist switches to an approximation from 30). Tax annealing and the energy warm-up count the
-episodes finished in each env since ``reset(seed)``. The AI Economist's ``world-idx_map`` (agent
-indices as values) becomes the own-house, other-house and other-worker channels.
+Random numbers come from the seed through gpu_zoo's counter-based generator, so a given seed gives
+other draws than the AI Economist's NumPy ones (same distributions). ``fixed_four_skill_and_loc``'s
+payments are the exact expectations, where the AI Economist averages 100,000 samples when it builds
+the env (within 0.1% of them); its last corner is ``(height - 1, width - 1)`` where it writes
+``(width - 1, width - 1)`` (the same on a square map). The Gini uses the exact pairwise formula for
+every number of workers (the AI Economist switches to an approximation from 30). Tax annealing and
+the ``decay`` warm-up count the episodes finished in each env since ``reset()`` (from the
+``episode_counts`` it was given, if any), the ``auto`` warm-up the steps since a ``reset()`` that
+left the env's episode count at 0; the AI Economist counts per env instance since it was made. The
+AI Economist's ``world-idx_map`` (agent indices as values) becomes the own-house, other-house and
+other-worker channels.
 ``tax_model="random-bracket-rates"`` is ours (workers that train under it see the rates change
 and can learn to respond before a planner sets them); the AI Economist's ``saez`` model is not
 offered.
@@ -137,7 +141,8 @@ offered.
 ## Version history
 - v0: initial release; ``fixed_four_skill_and_loc`` added (off by default: skills stay drawn per episode);
   ``observe_period_income`` added (off by default); ``tax_model="random-bracket-rates"`` added;
-  ``tax_model="fixed-bracket-rates"`` with ``fixed_bracket_rates`` added.
+  ``tax_model="fixed-bracket-rates"`` with ``fixed_bracket_rates`` added;
+  ``energy_warmup_method="auto"`` added.
 """
 
 from __future__ import annotations
@@ -241,6 +246,7 @@ class EconomyParams:
     isoelastic_eta: float = 0.23
     energy_cost: float = 0.21
     energy_warmup_constant: float = 0.0
+    energy_warmup_method: str = "decay"
     planner_reward_type: str = "coin_eq_times_productivity"
     mixing_weight_gini_vs_coin: float = 0.0
     fixed_four_skill_and_loc: bool = False
@@ -266,7 +272,7 @@ class EconomyParams:
         if self.num_workers > self.height * self.width // 2:
             raise ValueError(f"{self.num_workers} workers do not fit a {self.height} x {self.width} map")
         choices = (("skill_dist", ("pareto", "none")), ("tax_model", tuple(TAX_KINDS)),
-                   ("planner_reward_type", tuple(SWF_KINDS)))
+                   ("planner_reward_type", tuple(SWF_KINDS)), ("energy_warmup_method", ("decay", "auto")))
         for name, allowed in choices:
             if getattr(self, name) not in allowed:
                 raise ValueError(f"{name} must be one of {allowed}, got {getattr(self, name)!r}")
@@ -390,6 +396,7 @@ def fields(p: EconomyParams) -> tuple[Field, ...]:
         Field("tax_idx", "i32", (BRACKETS,), "index of each bracket's rate among 0%, 5%, ..., 100%"),
         Field("tax_rate", "f64", (BRACKETS,), "current marginal rates"),
         Field("tax_pos", "i32", (), "position in the tax period, 1 on its first step"),
+        Field("warmup_steps", "i32", (), "energy_warmup_method='auto': steps whose mean worker reward was positive"),
         Field("tax_collected", "f64", (), "tax collected on the last tax day"),
         Field("lump_sum", "f64", (), "each worker's share of it"),
     )
@@ -403,7 +410,7 @@ def constants(p: EconomyParams) -> dict:
         "P": P, "MAP_OBS": len(CHANNELS) * V * V, "BUY0": 2, "MOVE0": 2 + 4 * P,
         "tax_kind": tax_kind, "swf_kind": SWF_KINDS[p.planner_reward_type],
         "random_layout": p.layout == "random", "pareto_skills": p.skill_dist == "pareto",
-        "fixed_skills": p.fixed_four_skill_and_loc,
+        "fixed_skills": p.fixed_four_skill_and_loc, "warmup_auto": p.energy_warmup_method == "auto",
         "anneal": sched is not None,
         "anneal_warmup": np.float64(sched[0] if sched else 0.0), "anneal_slope": np.float64(sched[1] if sched else 0.0),
         "num_cells": p.height * p.width,
@@ -473,7 +480,8 @@ def utility(s, p, e, a):
         u = (math.pow(max(_F64_ZERO, c), _F64_ONE - eta) - _F64_ONE) / (_F64_ONE - eta)
     weight = _F64_ONE
     if p.energy_warmup_constant > 0:
-        weight = _F64_ONE - math.exp(-np.float64(s.ep_count[e]) / np.float64(p.energy_warmup_constant))
+        done = np.float64(s.warmup_steps[e]) if p.warmup_auto else np.float64(s.ep_count[e])
+        weight = _F64_ONE - math.exp(-done / np.float64(p.energy_warmup_constant))
     return u - np.float64(p.energy_cost) * weight * s.labor[e, a]
 
 
@@ -667,6 +675,8 @@ def reset_env(s, p, e):
     s.tax_pos[e] = 1
     s.tax_collected[e] = 0
     s.lump_sum[e] = 0
+    if s.ep_count[e] == 0:  # reset(): the auto warm-up starts over, as the episode count does
+        s.warmup_steps[e] = 0
     for a in range(p.num_workers):
         s.last_coin[e, a] = total_coin(s.coin, s.coin_escrow, e, a)
         s.util[e, a] = utility(s, p, e, a)
@@ -883,10 +893,14 @@ def regrow(s, p, e, k):
 
 @kernel_fn
 def rewards(s, p, e):
+    total = _F64_ZERO
     for a in range(p.num_workers):
         u = utility(s, p, e, a)
+        total += u - s.util[e, a]
         s.rew[e, a] = np.float32(u - s.util[e, a])
         s.util[e, a] = u
+    if p.warmup_auto and total > 0:  # counted after this step's rewards, which used the weight before it
+        s.warmup_steps[e] += 1
     w = welfare(s, p, e)
     s.rew[e, p.planner_lo] = np.float32(w - s.util[e, p.planner_lo])
     s.util[e, p.planner_lo] = w

@@ -19,9 +19,9 @@ def econ_env(num_envs: int = 1, **kw):
     return gpu_zoo.make("gather_trade_build_v0", num_envs=num_envs, device="cpu", **{**ECON_SMALL, **kw})
 
 
-def staged(num_envs: int = 1, seed: int = 0):
+def staged(num_envs: int = 1, seed: int = 0, **kw):
     """An env after reset with known positions on empty tiles, no skills and nothing regrowing."""
-    env = econ_env(num_envs)
+    env = econ_env(num_envs, **kw)
     env.reset(seed=seed)
     env.set_params(resource_regen_prob=0.0)
     s = env.state

@@ -340,8 +340,9 @@ def test_random_rates_stay_within_the_annealed_limit(monkeypatch):
     (dict(tax_model="fixed-bracket-rates", fixed_bracket_rates=(0.1,) * 6), "7 rates in"),
     (dict(tax_model="fixed-bracket-rates", fixed_bracket_rates=(0.1,) * 6 + (1.5,)), "7 rates in"),
     (dict(tax_model="fixed-bracket-rates", fixed_bracket_rates=(0.1,) * 6 + ("high",)), "7 rates in"),
+    (dict(energy_warmup_method="linear"), "energy_warmup_method must be one of"),
 ])
-def test_fixed_bracket_rates_are_checked(kw, match):
+def test_tax_and_warm_up_options_are_checked(kw, match):
     with pytest.raises(ValueError, match=match):
         EconomyParams(**kw)
 
@@ -376,6 +377,46 @@ def test_rewards_are_changes_of_utility_and_welfare():
     assert float(rew["worker"][0, 0]) == pytest.approx(-cost, rel=1e-5)
     assert float(rew["worker"][0, 1]) == 0.0 and float(rew["planner"][0, 0]) == 0.0
     assert math.isfinite(float(rew["planner"][0, 0]))
+
+
+
+def test_the_decay_warm_up_weighs_labor_by_the_episodes_finished():
+    env = staged()
+    env.set_params(energy_warmup_constant=2.0)  # a runtime param: the same kernels
+    s = env.state
+    _, rew, *_ = act(env, [UP, NOOP, NOOP, NOOP])
+    assert float(rew["worker"][0, 0]) == 0.0  # no episode finished yet: labor is free
+    s.ep_count[0] = 3
+    _, rew, *_ = act(env, [DOWN, NOOP, NOOP, NOOP])
+    # the utility before this step was taken at weight 0 and labor 1, this one at weight w and labor 2
+    w = 1 - math.exp(-3 / 2)
+    assert float(rew["worker"][0, 0]) == pytest.approx(-0.21 * w * 2, rel=1e-5)
+
+
+def test_the_auto_warm_up_counts_steps_whose_mean_worker_reward_was_positive():
+    """energy_warmup_method='auto', as the AI Economist's: w = 1 - exp(-steps / constant)."""
+    env = econ_env(**ECON_FIXED)  # auto, constant 3
+    env.reset(seed=0)
+    s = env.state
+    mover = next(a for a in range(4) if env.action_masks["worker"][0, a, LEFT:DOWN + 1].any())
+    move = LEFT + int(torch.nonzero(env.action_masks["worker"][0, mover, LEFT:DOWN + 1])[0])
+    workers = [NOOP] * 4
+    workers[mover] = move
+    _, rew, *_ = act(env, workers)
+    assert float(rew["worker"][0, mover]) == 0.0 and int(s.warmup_steps[0]) == 0  # weight 0; mean reward 0
+    s.coin[0, :4] += 10.0
+    act(env, [NOOP] * 4)
+    assert int(s.warmup_steps[0]) == 1  # every worker gained utility
+    back = {LEFT: RIGHT, RIGHT: LEFT, UP: DOWN, DOWN: UP}[move]
+    workers[mover] = back
+    _, rew, *_ = act(env, workers)
+    w = 1 - math.exp(-1 / 3)
+    assert float(rew["worker"][0, mover]) == pytest.approx(-0.21 * w * 2, rel=1e-5)  # labor 2 at the new weight
+    assert int(s.warmup_steps[0]) == 1  # a mean reward below 0 does not count
+    act(env, [NOOP] * 4)  # step 4 ends the episode: the auto-reset keeps the count
+    assert int(s.ep_count[0]) == 1 and int(s.warmup_steps[0]) == 1
+    env.reset(seed=1)  # reset() starts it over
+    assert int(s.warmup_steps[0]) == 0
 
 
 def test_random_layouts_differ_per_env_and_replay_per_seed():

@@ -375,6 +375,25 @@ def response_section(out: Path) -> str:
             "day. `observe_period_income=True` adds it.")
 
 
+def swap_section(out: Path) -> str:
+    """The page's part on `benchmarks.economy_swap`, from ``OUT/swap.json`` ("" when there is none)."""
+    from benchmarks.economy_swap import table
+
+    path = out / "swap.json"
+    if not path.exists():
+        return ""
+    result = json.loads(path.read_text())
+    return ("\n\n## Whose is the planner's loss, its rates' or its workers'?\n\n"
+            "The table's workers under each tax setter, on the same "
+            f"{result['episodes']} episodes (`python -m benchmarks.economy_swap`): a trained planner's policy, "
+            "its average schedule held fixed, and fixed schedules. Social welfare (the workers' mean utility at "
+            "the end of the episode, their own objective):\n\n" + table(result) + "\n\nA column compares one "
+            "setter's rates across sets of workers; a row, what one set of workers makes of each setter. Where "
+            "workers that never trained under a setter's rates earn more utility under them than the workers that "
+            "did, those did not learn a best reply to their taxes: their lower productivity is a failure of "
+            "training, not the workers' answer to the rates.")
+
+
 def report(out: Path, docs: Path = DOCS):
     """Table (markdown) and curves (PNG) from the regimes' results and progress logs."""
     import matplotlib
@@ -495,7 +514,7 @@ def report(out: Path, docs: Path = DOCS):
         else f"Command: `{commands[0] if commands else 'python -m benchmarks.economy_learning'}`"
     page = (PAGE_HEAD + "\n".join(lines) + "\n\n" + meta + f"\n\n{command}"
             f"{' on ' + first['device_name'] if first.get('device_name') else ''}.\n\n"
-            "![learning curves](economy_learning.png)\n" + response_section(out))
+            "![learning curves](economy_learning.png)\n" + response_section(out) + swap_section(out))
     (docs / "economy_learning.md").write_text(page)
     print("\n".join(lines) + "\n" + meta)
 

@@ -23,7 +23,7 @@ from pathlib import Path
 import torch
 
 RATES = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
-TAX_SETUP = ("disable_taxes", "tax_model", "tax_annealing_schedule")  # replaced by the flat rates
+TAX_SETUP = ("disable_taxes", "tax_model", "tax_annealing_schedule", "fixed_bracket_rates")  # replaced
 
 
 def flat_rate_figures(worker, env_kwargs: dict, rates=RATES, episodes: int = 64, seed: int = 12345,

@@ -5,6 +5,7 @@ episode reports.
 """
 
 import dataclasses
+import json
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -174,3 +175,46 @@ def test_regimes_spread_over_the_gpus_given_and_name_only_their_neighbours():
     assert sharing("us_federal", plan, regimes) == ["free_market", "us_federal"]
     assert gpu_plan(regimes, [0, 1]) == {"ai_planner": 0, "free_market": 1, "us_federal": 0}
     assert gpu_plan(regimes, None) == {} and sharing("us_federal", {}, regimes) == regimes  # one device: all share
+
+
+def test_the_swap_check_plays_each_checkpoints_workers_under_each_setter(tmp_path):
+    from benchmarks.economy_swap import _schedule, swap, table
+    from trainers.config import Args
+    from trainers.ppo import make_env, make_policies
+
+    paths, env = {}, None
+    for regime in ("ai_planner", "flat_tax"):  # a flat-tax checkpoint's own rates are replaced by each setter's
+        args = Args(env_id="gather_trade_build_v0", env_kwargs={**ECON_SMALL, **regime_kwargs(regime)},
+                    num_envs=4, num_steps=8, device="cpu")
+        env = env or make_env(args, num_envs=1)  # the planner's env sizes both: no kernels of the flat tax's own
+        policies = make_policies(env, REGIMES[regime][1].split(","), args)
+        paths[regime] = tmp_path / regime / "checkpoint.pt"
+        paths[regime].parent.mkdir()
+        torch.save({"args": dataclasses.asdict(args), "iteration": 1, "policies": policies.state_dict()},
+                   paths[regime])
+    name, flat = _schedule("flat_20=0.2")
+    rec = swap({"flat_tax": paths["flat_tax"], "ai_planner": paths["ai_planner"]}, {"ai_planner": paths["ai_planner"]},
+               {name: flat}, episodes=2, device="cpu")
+    assert list(rec["figures"]) == ["ai_planner", "ai_planner mean", "flat_20"]
+    assert rec["schedules"]["flat_20"] == [0.2] * 7 and len(rec["schedules"]["ai_planner mean"]) == 7
+    assert all(0.0 <= r <= 1.0 for r in rec["schedules"]["ai_planner"])
+    figs = rec["figures"]["flat_20"]["flat_tax"]
+    assert set(figs) == {"productivity", "equality", "welfare", "utility", "labor"} and figs["labor"]["n"] == 2
+    assert "fixed_bracket_rates" not in rec["env_kwargs"] and "tax_model" not in rec["env_kwargs"]
+    text = table(rec)
+    assert text.startswith("| workers from | ai planner | ai planner mean | flat 20 |") and "| flat tax |" in text
+    with pytest.raises(Exception, match="NAME=RATE"):
+        _schedule("flat=0.2,0.3")
+
+
+def test_the_page_shows_the_swap_check_when_it_was_run(tmp_path):
+    from benchmarks.economy_learning import swap_section
+
+    assert swap_section(tmp_path) == ""
+    figs = {k: {"mean": m, "std": 0.0, "n": 2} for k, m in
+            (("productivity", 400.0), ("equality", 0.5), ("welfare", 200.0), ("utility", 40.25), ("labor", 300.0))}
+    (tmp_path / "swap.json").write_text(json.dumps({
+        "env_kwargs": {}, "episodes": 2, "schedules": {"flat_40": [0.4] * 7},
+        "figures": {"flat_40": {"free_market": figs}}}))
+    text = swap_section(tmp_path)
+    assert "same 2 episodes" in text and "| free market | 200 (40.2) |" in text and "flat 40 40/40/40" in text

@@ -21,7 +21,8 @@ writes ``OUT/pretrain/workers.pt``, and ``--init-from`` that file runs phase 2.
 ``--pretrain-taxes random`` trains phase 1 under rates drawn afresh per bracket and period
 (``tax_model="random-bracket-rates"``) instead of none: workers that never saw the rates change
 have no reason to respond to them, and a planner facing such workers learns that taxes move coin
-and cost no work.
+and cost no work. ``--planner-settings`` and ``--worker-settings`` give the planner and the workers
+PPO settings of their own, e.g. the AI Economist's (``AI_ECONOMIST_PLANNER``, ``AI_ECONOMIST_WORKER``).
 
     python -m benchmarks.economy_learning --pretrain-only --max-minutes 8 --out /tmp/econ
     python -m benchmarks.economy_learning --init-from /tmp/econ/pretrain/workers.pt --max-minutes 7 --out /tmp/econ
@@ -80,6 +81,13 @@ AI_ECONOMIST_PLANNER = {"learning_rate": 1e-4, "ent_coef": 2.0, "ent_coef_final"
                         "ent_anneal_env_steps": 50_000_000, "norm_adv": False, "hidden": 256, "clip_coef": 0.3,
                         "gae_lambda": 0.98, "vf_coef": 0.05, "vf_clip": 50.0, "max_grad_norm": 10.0,
                         "update_epochs": 1, "num_minibatches": 2}
+# The AI Economist's worker policy (tutorials/rllib/phase1/config.yaml, agent_policy), as far as our PPO can
+# say it: its clip range, lambda, value weight, value clipping and gradient clip, one SGD pass over a batch in
+# four minibatches (num_sgd_iter 1, sgd_minibatch_size a quarter of train_batch_size) and advantages left
+# unnormalised; not its LSTM. Not the default (--worker-settings).
+AI_ECONOMIST_WORKER = {"learning_rate": 3e-4, "ent_coef": 0.025, "gamma": 0.998, "gae_lambda": 0.98, "clip_coef": 0.3,
+                       "vf_coef": 0.05, "vf_clip": 50.0, "max_grad_norm": 10.0, "update_epochs": 1,
+                       "num_minibatches": 4, "norm_adv": False}
 PRETRAIN = "pretrain"  # phase 1 of --two-phase: the workers alone, without taxes or (--pretrain-taxes) others'
 # Phase 1's taxes: none, as the AI Economist; or rates drawn afresh per bracket and period, so the workers see
 # them change and can learn to respond to them before a planner sets them.
@@ -115,14 +123,18 @@ def regime_kwargs(regime: str, anneal_episodes: float = 0.0, pretrain_taxes: str
 
 def ppo_args(regime: str, env_steps: int, out: Path, num_envs: int, device: str | None, init_from: str = "",
              anneal_episodes: float = 0.0, planner_settings: dict | None = None, env_kw: dict | None = None,
-             pretrain_taxes: str = "none"):
-    """The run's trainer settings; ``env_kw`` are env arguments of every regime (the regime's own win)."""
+             pretrain_taxes: str = "none", worker_settings: dict | None = None):
+    """The run's trainer settings; ``env_kw`` are env arguments of every regime (the regime's own win).
+
+    ``worker_settings`` replace the preset's PPO settings (the planner's too, unless it has its own).
+    """
     from trainers.config import preset, with_overrides
 
     kwargs = {**(env_kw or {}), **regime_kwargs(regime, anneal_episodes, pretrain_taxes)}
     groups = REGIMES.get(regime, (None, "worker"))[1]
     per_group = {"planner": planner_settings} if "planner" in groups.split(",") and planner_settings else {}
-    return with_overrides(preset("gather_trade_build_v0"), env_kwargs=kwargs, train_groups=groups,
+    return with_overrides(with_overrides(preset("gather_trade_build_v0"), **(worker_settings or {})),
+                          env_kwargs=kwargs, train_groups=groups,
                           total_env_steps=env_steps, num_envs=num_envs, out=str(out / regime), device=device,
                           init_from=init_from, group_settings=per_group,
                           eval_episodes=0, gif=False, checkpoint_every=10_000)
@@ -227,7 +239,7 @@ def train_for(args, max_seconds: float = 0.0, resume: Path | None = None):
 def train_one(regime: str, env_steps: int, out: Path, num_envs: int, eval_episodes: int, device: str | None,
               max_seconds: float = 0.0, command: str = "", init_from: str = "", anneal_episodes: float = 0.0,
               run_with: tuple[str, ...] = (), planner_settings: dict | None = None, env_kw: dict | None = None,
-              resume: bool = False, pretrain_taxes: str = "none"):
+              resume: bool = False, pretrain_taxes: str = "none", worker_settings: dict | None = None):
     """Child process: trains one regime, evaluates it, writes ``out/regime/result.json``.
 
     The ``pretrain`` regime only trains, and writes its workers' policies to ``out/pretrain/workers.pt``.
@@ -237,7 +249,7 @@ def train_one(regime: str, env_steps: int, out: Path, num_envs: int, eval_episod
     import gpu_zoo
 
     args = ppo_args(regime, env_steps, out, num_envs, device, init_from, anneal_episodes, planner_settings, env_kw,
-                    pretrain_taxes)
+                    pretrain_taxes, worker_settings)
     folder = out / regime
     earlier = json.loads((folder / "result.json").read_text()) if resume and (folder / "result.json").exists() else {}
     trainer, seconds = train_for(args, max_seconds, resume_point(args, folder) if resume else None)
@@ -249,7 +261,7 @@ def train_one(regime: str, env_steps: int, out: Path, num_envs: int, eval_episod
               if trainer.device.type == "cuda" else "CPU", "visible_gpus": os.environ.get("CUDA_VISIBLE_DEVICES"),
               "env_steps": trainer.iteration * args.env_steps_per_iteration,
               "train_seconds": earlier.get("train_seconds", 0.0) + seconds, "resumed_at_env_steps": resumed,
-              "eval_episodes": eval_episodes, "ppo": dataclasses.asdict(args)}
+              "eval_episodes": eval_episodes, "ppo": dataclasses.asdict(args), "worker_settings": worker_settings or {}}
     if regime == PRETRAIN:
         # The policies alone (1.4 MB, not the checkpoint's env state): what phase 2 starts from.
         torch.save({"args": dataclasses.asdict(args), "iteration": trainer.iteration, "seconds": trainer.seconds,
@@ -285,6 +297,25 @@ def _figures(economy: dict[str, np.ndarray]) -> dict:
     return {k: _stats(economy[k]) for k in ("productivity", "equality", "welfare")}
 
 
+SETTING_NAMES = {"learning_rate": "learning rate", "ent_coef": "entropy weight", "hidden": "hidden width",
+                 "gae_lambda": "GAE lambda", "gamma": "discount", "clip_coef": "clip range", "vf_coef": "value weight",
+                 "max_grad_norm": "gradient clip", "vf_clip": "value clipping range",
+                 "ent_coef_final": "entropy weight at the end",
+                 "ent_anneal_env_steps": "entropy annealed over env-steps", "update_epochs": "epochs",
+                 "num_minibatches": "minibatches"}
+
+
+def settings_words(settings: dict) -> list[str]:
+    """PPO settings in words, in their order."""
+    return [("advantages normalised" if v else "advantages not normalised") if k == "norm_adv"
+            else f"{SETTING_NAMES.get(k, k)} {v:g}" for k, v in settings.items()]
+
+
+def worker_note(rec: dict) -> str:
+    """The PPO settings a record's run gave its workers in place of the preset's ("" when none)."""
+    return ", ".join(settings_words(rec.get("worker_settings") or {}))
+
+
 def planner_note(rec: dict) -> str:
     """How a record's planner trained, in words, where it differs from the defaults ("" when it does not).
 
@@ -293,14 +324,8 @@ def planner_note(rec: dict) -> str:
     """
     ppo = rec.get("ppo", {})
     own = ppo.get("group_settings", {}).get("planner", {})
-    names = {"learning_rate": "learning rate", "ent_coef": "entropy weight", "hidden": "hidden width",
-             "gae_lambda": "GAE lambda", "gamma": "discount", "clip_coef": "clip range", "vf_coef": "value weight",
-             "max_grad_norm": "gradient clip", "vf_clip": "value clipping range",
-             "ent_coef_final": "entropy weight at the end", "ent_anneal_env_steps": "entropy annealed over env-steps",
-             "update_epochs": "epochs", "num_minibatches": "minibatches"}
-    words = [("advantages normalised" if v else "advantages not normalised") if k == "norm_adv"
-             else f"{names.get(k, k)} {v:g}" for k, v in own.items()]
-    if ppo.get("vf_clip") is not None and "vf_clip" not in own:
+    words = settings_words(own)
+    if ppo.get("vf_clip") is not None and "vf_clip" not in own and "vf_clip" not in (rec.get("worker_settings") or {}):
         words.append(f"value clipping range {ppo['vf_clip']:g} (every group)")
     # Records from before Args.gae_skip_forced existed ran the usual GAE through the forced steps.
     lam = own.get("gae_lambda", ppo.get("gae_lambda"))
@@ -481,6 +506,8 @@ def report(out: Path, docs: Path = DOCS):
                  f"{planner['anneal_episodes']:g} episodes per env; it reached "
                  f"{100 * planner['max_rate_in_eval']:.0f}% "
                  "by the end of training, the limit it was evaluated under.")
+    if worker_note(first):
+        meta += f" The workers trained with the PPO settings: {worker_note(first)}."
     if planner_note(planner):
         meta += f" The planner trained with its own PPO settings: {planner_note(planner)}."
     taxed = {r: rec["tax_rates"] for r, rec in results.items() if any(rec.get("tax_rates", []))}
@@ -502,6 +529,8 @@ def report(out: Path, docs: Path = DOCS):
                                   + setup_note(rec, first)
                                   + (f", rate limit reached {100 * rec['max_rate_in_eval']:.0f}%"
                                      if annealed(rec) else "")
+                                  + (f"; workers: {worker_note(rec)}" if worker_note(rec) != worker_note(first)
+                                     else "")
                                   + (f"; planner: {planner_note(rec)}" if planner_note(rec) else ""), rec)
                              for name, rec in others.items()))
     phase1_record = phase1 / "result.json" if phase1 else None
@@ -556,6 +585,9 @@ def main(argv=None):
     ap.add_argument("--planner-settings", type=json.loads, default={}, metavar="JSON",
                     help="the planner's own PPO settings (Args.group_settings; default: the workers'), e.g. the AI "
                          f"Economist's {json.dumps(AI_ECONOMIST_PLANNER)}")
+    ap.add_argument("--worker-settings", type=json.loads, default={}, metavar="JSON",
+                    help="the workers' PPO settings in place of the preset's (Args fields; the planner's too unless "
+                         f"--planner-settings), e.g. the AI Economist's {json.dumps(AI_ECONOMIST_WORKER)}")
     ap.add_argument("--env-kw", type=json.loads, default={}, metavar="JSON",
                     help='env arguments of every regime and phase, e.g. the AI Economist\'s training configuration '
                          '{"fixed_four_skill_and_loc": true}')
@@ -576,7 +608,7 @@ def main(argv=None):
         run_with = tuple(r for r in args.run_with.split(",") if r)
         train_one(args.child, args.env_steps, out, args.num_envs, args.eval_episodes, args.device,
                   args.max_minutes * 60, args.command, args.init_from, anneal, run_with, args.planner_settings,
-                  args.env_kw, args.resume, args.pretrain_taxes)
+                  args.env_kw, args.resume, args.pretrain_taxes, args.worker_settings)
         return
     if sum(map(bool, (args.two_phase, args.pretrain_only, args.init_from))) > 1:
         ap.error("--two-phase, --pretrain-only and --init-from are alternatives")
@@ -586,12 +618,18 @@ def main(argv=None):
         ap.error("--gpus takes one or more GPU indices (0, 1, ...), with --device cuda or none")
     if args.init_from and not Path(args.init_from).is_file():
         ap.error(f"--init-from {args.init_from}: no such file")
+    try:  # before any child starts: a misspelt setting is refused here, once
+        ppo_args(args.regimes[0], args.env_steps, out, args.num_envs, args.device, "", 0.0, args.planner_settings,
+                 args.env_kw, args.pretrain_taxes, args.worker_settings)
+    except (ValueError, TypeError) as exc:
+        ap.error(f"--worker-settings or --planner-settings: {exc}")
     out.mkdir(parents=True, exist_ok=True)
     given = shlex.join(argv if argv is not None else sys.argv[1:])  # quoted: a JSON setting holds spaces
     base = [sys.executable, "-m", "benchmarks.economy_learning", "--env-steps", str(args.env_steps),
             "--num-envs", str(args.num_envs), "--eval-episodes", str(args.eval_episodes), "--out", str(out),
             "--anneal-episodes", str(args.anneal_episodes), "--planner-settings", json.dumps(args.planner_settings),
             "--env-kw", json.dumps(args.env_kw), "--pretrain-taxes", args.pretrain_taxes,
+            "--worker-settings", json.dumps(args.worker_settings),
             "--command", f"python -m benchmarks.economy_learning {given}"]
     base += ["--device", args.device] if args.device else []
     base += ["--resume"] if args.resume else []

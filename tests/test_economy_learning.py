@@ -218,3 +218,20 @@ def test_the_page_shows_the_swap_check_when_it_was_run(tmp_path):
         "figures": {"flat_40": {"free_market": figs}}}))
     text = swap_section(tmp_path)
     assert "same 2 episodes" in text and "| free market | 200 (40.2) |" in text and "flat 40 40/40/40" in text
+
+
+def test_worker_settings_replace_the_presets_where_the_planner_has_none_of_its_own(capsys):
+    from benchmarks.economy_learning import AI_ECONOMIST_WORKER, main, ppo_args, worker_note
+
+    args = ppo_args("ai_planner", 1000, Path("/tmp/unused"), 4, "cpu", planner_settings={"learning_rate": 1e-4},
+                    worker_settings=AI_ECONOMIST_WORKER)
+    assert (args.clip_coef, args.gae_lambda, args.vf_coef, args.update_epochs, args.norm_adv) == (0.3, 0.98, 0.05, 1,
+                                                                                                  False)
+    assert args.group_settings == {"planner": {"learning_rate": 1e-4}}
+    assert ppo_args("free_market", 1000, Path("/tmp/unused"), 4, "cpu").clip_coef == 0.2  # the preset's
+    assert worker_note({"worker_settings": {"clip_coef": 0.3, "norm_adv": False}}) == \
+        "clip range 0.3, advantages not normalised"
+    assert worker_note({}) == ""  # records from before the option
+    with pytest.raises(SystemExit):
+        main(["--worker-settings", '{"clip": 0.3}', "--env-steps", "1000", "--out", "/tmp/unused"])
+    assert "unknown settings ['clip']" in capsys.readouterr().err

@@ -619,7 +619,7 @@ def main(argv=None):
     if args.init_from and not Path(args.init_from).is_file():
         ap.error(f"--init-from {args.init_from}: no such file")
     try:  # before any child starts: a misspelt setting is refused here, once
-        ppo_args(args.regimes[0], args.env_steps, out, args.num_envs, args.device, "", 0.0, args.planner_settings,
+        ppo_args(PRETRAIN, args.env_steps, out, args.num_envs, args.device, "", 0.0, args.planner_settings,
                  args.env_kw, args.pretrain_taxes, args.worker_settings)
     except (ValueError, TypeError) as exc:
         ap.error(f"--worker-settings or --planner-settings: {exc}")

@@ -68,6 +68,18 @@ def table(results: dict) -> str:
     return "\n".join(lines)
 
 
+def named_checkpoints(items: list[str], ap: argparse.ArgumentParser) -> dict[str, Path]:
+    """``[NAME=]CHECKPOINT`` arguments by name, NAME defaulting to the checkpoint's folder (its regime)."""
+    named = {}
+    for item in items:
+        name, _, path = item.rpartition("=")
+        path = Path(path)
+        if not path.is_file():
+            ap.error(f"{path}: no such file")
+        named[name or path.parent.name] = path
+    return named
+
+
 def _rate(text: str) -> float:
     x = float(text)
     if not 0.0 <= x <= 1.0 or abs(x * 20 - round(x * 20)) > 1e-9:
@@ -85,13 +97,7 @@ def main(argv=None):
     ap.add_argument("--device", default=None)
     ap.add_argument("--out", default=None, help="write the figures here as JSON")
     args = ap.parse_args(argv)
-    named = {}
-    for item in args.checkpoints:
-        name, _, path = item.rpartition("=")
-        path = Path(path)
-        if not path.is_file():
-            ap.error(f"{path}: no such file")
-        named[name or path.parent.name] = path
+    named = named_checkpoints(args.checkpoints, ap)
     results = {}
     for name, path in named.items():
         print(f"{name}: {path}", file=sys.stderr, flush=True)

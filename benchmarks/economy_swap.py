@@ -25,7 +25,7 @@ import json
 import sys
 from pathlib import Path
 
-from benchmarks.economy_response import TAX_SETUP
+from benchmarks.economy_response import TAX_SETUP, named_checkpoints
 
 
 def play(workers, planner, env_kwargs: dict, schedule=None, episodes: int = 64, seed: int = 12345,
@@ -60,24 +60,26 @@ def swap(workers: dict[str, Path], planners: dict[str, Path], schedules: dict[st
     loaded = {name: load_checkpoint(path, device=device) for name, path in {**workers, **planners}.items()}
     args = loaded[next(iter(workers))][0]
     kwargs = {k: v for k, v in args.env_kwargs.items() if k not in TAX_SETUP}
-    setters, rates = {}, {}
+    setters, rates, figures = {}, {}, {}
     for name in planners:
         own = loaded[name][1]
         if "planner" not in own or "worker" not in own:
             raise SystemExit(f"{planners[name]}: holds no planner and worker policies")
         setters[name] = (own["planner"], None)
-        _, rates[name] = play(own["worker"], own["planner"], kwargs, None, episodes, seed, device)
+        own_figures, rates[name] = play(own["worker"], own["planner"], kwargs, None, episodes, seed, device)
+        # its own workers' row, when they are among the workers: played once
+        figures[name] = {w: own_figures for w, path in workers.items() if path == planners[name]}
         setters[f"{name} mean"] = (None, tuple(rates[name]))
         rates[f"{name} mean"] = rates[name]
     for name, schedule in schedules.items():
         setters[name], rates[name] = (None, tuple(schedule)), list(schedule)
-    figures = {}
     for setter, (planner, schedule) in setters.items():
-        figures[setter] = {}
+        played, figures[setter] = figures.get(setter, {}), {}
         for name in workers:
-            print(f"{name} workers under {setter}", file=sys.stderr, flush=True)
-            figures[setter][name] = play(loaded[name][1]["worker"], planner, kwargs, schedule, episodes, seed,
-                                         device)[0]
+            if name not in played:
+                print(f"{name} workers under {setter}", file=sys.stderr, flush=True)
+                played[name] = play(loaded[name][1]["worker"], planner, kwargs, schedule, episodes, seed, device)[0]
+            figures[setter][name] = played[name]
     return {"env_kwargs": kwargs, "episodes": episodes, "schedules": rates, "figures": figures}
 
 
@@ -108,16 +110,6 @@ def _schedule(text: str) -> tuple[str, tuple[float, ...]]:
     return name, values * 7 if len(values) == 1 else values
 
 
-def _named(items: list[str], ap) -> dict[str, Path]:
-    named = {}
-    for item in items:
-        name, _, path = item.rpartition("=")
-        if not Path(path).is_file():
-            ap.error(f"{path}: no such file")
-        named[name or Path(path).parent.name] = Path(path)
-    return named
-
-
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="python -m benchmarks.economy_swap", description=__doc__.splitlines()[0])
     ap.add_argument("--workers", nargs="+", required=True, metavar="[NAME=]CHECKPOINT",
@@ -133,8 +125,8 @@ def main(argv=None):
     args = ap.parse_args(argv)
     if not args.planners and not args.schedules:
         ap.error("give --planners or --schedules: the setters the workers play under")
-    result = swap(_named(args.workers, ap), _named(args.planners, ap), dict(args.schedules), args.episodes,
-                  args.seed, args.device)
+    result = swap(named_checkpoints(args.workers, ap), named_checkpoints(args.planners, ap), dict(args.schedules),
+                  args.episodes, args.seed, args.device)
     print(table(result))
     if args.out:
         Path(args.out).write_text(json.dumps(result, indent=1))

@@ -1,4 +1,4 @@
-"""Does PPO learn the economy? Workers trained under three tax regimes, compared on the same episodes.
+"""Does PPO learn the economy? Workers trained under each tax regime, compared on the same episodes.
 
     python -m benchmarks.economy_learning --env-steps 20000000 --out /tmp/econ
     python -m benchmarks.economy_learning --report benchmarks/results/economy_learning   # the docs page
@@ -7,9 +7,12 @@ Regimes, each trained from scratch with the same budget, seed and PPO settings:
 
 - ``free_market``: no taxes (``disable_taxes=True``); the workers learn.
 - ``us_federal``: the 2018 US federal brackets, scaled (``tax_model="us-federal-single-filer-2018-scaled"``).
+- ``saez``: the AI Economist's adaptation of Saez's optimal-tax formula (``tax_model="saez"``), its rates
+  fitted in each env to the incomes of its last 500 worker-periods; evaluated with what it learnt in training.
 - ``ai_planner``: the workers and the tax-setting planner learn together (``tax_model="model_wrapper"``).
 - ``flat_tax``, only when named in ``--regimes``: 40% in every bracket (``tax_model="fixed-bracket-rates"``),
-  to ask whether a fixed tax beats the free market once the workers have adapted to it.
+  to ask whether a fixed tax beats the free market once the workers have adapted to it; ``--schedule
+  NAME=R1,...,R7`` adds a regime of any fixed rates (the lowest bracket's first) under that name.
 
 With ``--two-phase``, as in the AI Economist, workers first train without taxes (phase 1,
 ``pretrain``); then every regime starts from those workers (``Args.init_from``) and trains on for
@@ -66,8 +69,11 @@ REGIMES = {
     # to it? 40% in every bracket is where welfare peaked when the free market's workers played under flat
     # rates (benchmarks.economy_response, docs/economy_learning.md).
     "flat_tax": (dict(tax_model="fixed-bracket-rates", fixed_bracket_rates=(0.4,) * 7), "worker"),
+    # The AI Economist's adaptation of Saez's formula, its rates fitted per env to the incomes it sees.
+    "saez": (dict(tax_model="saez"), "worker"),
 }
-DEFAULT_REGIMES = ["free_market", "us_federal", "ai_planner"]  # the AI Economist's comparison
+DEFAULT_REGIMES = ["free_market", "us_federal", "saez", "ai_planner"]  # the AI Economist's comparison
+BUILT_IN_REGIMES = frozenset(REGIMES)
 # The AI Economist's phase-2 planner policy (tutorials/rllib/phase2/config.yaml), as far as our PPO can
 # say it: a third of the workers' learning rate, wider networks, an entropy weight annealed from 2.0 to
 # 0.125 over 50M steps against advantages left unnormalised (RLlib's PPO does not normalise them), its
@@ -88,6 +94,7 @@ AI_ECONOMIST_PLANNER = {"learning_rate": 1e-4, "ent_coef": 2.0, "ent_coef_final"
 AI_ECONOMIST_WORKER = {"learning_rate": 3e-4, "ent_coef": 0.025, "gamma": 0.998, "gae_lambda": 0.98, "clip_coef": 0.3,
                        "vf_coef": 0.05, "vf_clip": 50.0, "max_grad_norm": 10.0, "update_epochs": 1,
                        "num_minibatches": 4, "norm_adv": False}
+SAEZ_STATE = ("saez_income", "saez_rate", "saez_count", "saez_next", "saez_elas", "saez_avg_rates")
 PRETRAIN = "pretrain"  # phase 1 of --two-phase: the workers alone, without taxes or (--pretrain-taxes) others'
 # Phase 1's taxes: none, as the AI Economist; or rates drawn afresh per bracket and period, so the workers see
 # them change and can learn to respond to them before a planner sets them.
@@ -95,7 +102,7 @@ PRETRAIN_TAXES = {"none": dict(disable_taxes=True), "random": dict(tax_model="ra
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 PAGE_HEAD = """# Training the economy
 
-What PPO learns in `gather_trade_build_v0` under three tax regimes, written by
+What PPO learns in `gather_trade_build_v0` under each tax regime, written by
 `python -m benchmarks.economy_learning` (module docstring: how it runs). Each regime trains (how,
 below the table); then its policies and, as a floor, uniformly random workers without taxes play
 the same evaluation episodes. *Productivity* is the mean coin per worker at the end of an episode (escrow
@@ -106,6 +113,26 @@ steps, the workers first without taxes and then with the planner; read the budge
 that.
 
 """
+
+
+def schedule_regime(text: str) -> tuple[str, tuple[float, ...]]:
+    """``NAME=R1,...,R7`` (``--schedule``): a regime of fixed marginal rates, from the lowest bracket."""
+    name, sep, rates = text.partition("=")
+    try:
+        values = tuple(float(x) for x in rates.split(","))
+    except ValueError:
+        values = ()
+    if not sep or not name.isidentifier() or name in BUILT_IN_REGIMES or len(values) != 7 or not all(
+            0.0 <= r <= 1.0 for r in values):
+        raise argparse.ArgumentTypeError(f"takes NAME=R1,...,R7: a name of its own (not {sorted(BUILT_IN_REGIMES)}) "
+                                         f"and 7 rates in [0, 1], the lowest bracket's first; got {text!r}")
+    return name, values
+
+
+def add_schedules(schedules) -> None:
+    """Registers each (name, rates) of ``--schedule`` as a regime, in this process and (by the command line) its children."""
+    for name, rates in schedules:
+        REGIMES[name] = (dict(tax_model="fixed-bracket-rates", fixed_bracket_rates=rates), "worker")
 
 
 def anneal_schedule(episodes: float) -> tuple[float, float]:
@@ -141,17 +168,33 @@ def ppo_args(regime: str, env_steps: int, out: Path, num_envs: int, device: str 
 
 
 @torch.no_grad()
-def final_economy(env, policies, seed: int, flat_rate: float | None = None) -> dict[str, np.ndarray]:
+def saez_state(env, n: int) -> dict[str, torch.Tensor]:
+    """The Saez model's learnt state in ``env`` (its ring of past incomes, elasticity, mean rates), for n envs.
+
+    A trained env's state is reused cyclically when ``n`` is more than it has envs.
+    """
+    index = torch.arange(n, device=env.device) % env.num_envs
+    return {name: getattr(env.state, name)[index].clone() for name in SAEZ_STATE}
+
+
+def final_economy(env, policies, seed: int, flat_rate: float | None = None,
+                  tax_state: dict[str, torch.Tensor] | None = None) -> dict[str, np.ndarray]:
     """One episode in each env (auto-reset off); productivity, equality and welfare at its end.
 
     Also ``tax_rates``, each env's marginal rate per bracket averaged over the episode's steps:
     what the planner chose, which the welfare figures alone do not tell. With ``flat_rate`` (a
     multiple of 5%) the planner's action sets that rate on every bracket instead of the policy's.
+    ``tax_state`` (`saez_state`) is copied in after the reset, as an auto-reset keeps it: the Saez
+    model's rates come from the incomes of the env's past tax days, which a fresh env has not seen.
     """
     from trainers.ppo import policy_actions
 
     generator = torch.Generator(device=env.device).manual_seed(seed)
     env.reset(seed=seed)
+    if tax_state:
+        for name, value in tax_state.items():
+            getattr(env.state, name).copy_(value)
+        env.state.tax_rate.copy_(env.state.saez_avg_rates)  # what a reset starts from under the model
     rates = torch.zeros_like(env.state.tax_rate, dtype=torch.float64)
     for _ in range(env.params.max_cycles):
         actions = policy_actions(env, policies, generator)
@@ -274,7 +317,8 @@ def train_one(regime: str, env_steps: int, out: Path, num_envs: int, eval_episod
     kwargs = {**(env_kw or {}), **kwargs}
     env = gpu_zoo.make("gather_trade_build_v0", num_envs=eval_episodes, device=trainer.device, autoreset=False,
                        validate=False, **kwargs)
-    trained = final_economy(env, trainer.policies.eval(), seed=12345)
+    tax_state = saez_state(trainer.env, eval_episodes) if kwargs.get("tax_model") == "saez" else None
+    trained = final_economy(env, trainer.policies.eval(), seed=12345, tax_state=tax_state)
     record.update({"eval_env_kwargs": kwargs, "max_rate_in_eval": limit, "anneal_episodes": anneal_episodes,
                    "tax_rates": trained["tax_rates"].mean(0).round(4).tolist(), **_figures(trained)})
     if regime == "free_market":
@@ -569,7 +613,11 @@ def main(argv=None):
                          "regimes on one GPU share it, e.g. --regimes ai_planner free_market us_federal --gpus 0 1 1")
     ap.add_argument("--max-minutes", type=float, default=0.0, help="stop each regime's training after this (0: none)")
     ap.add_argument("--out", default="runs/economy_learning")
-    ap.add_argument("--regimes", nargs="*", default=DEFAULT_REGIMES, choices=list(REGIMES))
+    ap.add_argument("--regimes", nargs="*", default=DEFAULT_REGIMES, metavar="REGIME",
+                    help=f"regimes to train: of {sorted(REGIMES)} and those named by --schedule")
+    ap.add_argument("--schedule", action="append", type=schedule_regime, default=[], metavar="NAME=R1,...,R7",
+                    help="a regime of fixed marginal rates per bracket (lowest first), trained as the others are; "
+                         "name it in --regimes")
     ap.add_argument("--two-phase", action="store_true",
                     help="workers train without taxes first, then every regime starts from them (as the AI Economist)")
     ap.add_argument("--pretrain-only", action="store_true", help="only phase 1: writes OUT/pretrain/workers.pt")
@@ -599,6 +647,10 @@ def main(argv=None):
     ap.add_argument("--command", default="", help=argparse.SUPPRESS)
     ap.add_argument("--run-with", default="", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    add_schedules(args.schedule)
+    unknown = [r for r in args.regimes if r not in REGIMES]
+    if unknown and not args.report:
+        ap.error(f"--regimes: unknown {unknown}; choose from {sorted(REGIMES)} or name a --schedule")
     if args.report:
         report(Path(args.report))
         return
@@ -633,6 +685,8 @@ def main(argv=None):
             "--command", f"python -m benchmarks.economy_learning {given}"]
     base += ["--device", args.device] if args.device else []
     base += ["--resume"] if args.resume else []
+    for name, rates in args.schedule:
+        base += ["--schedule", f"{name}=" + ",".join(map(repr, rates))]
 
     gpus = gpu_plan(args.regimes, args.gpus)
 

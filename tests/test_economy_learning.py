@@ -24,6 +24,7 @@ from benchmarks.economy_learning import (
 )
 from gpu_zoo.economy.gather_trade_build import EconomyParams, constants, rate_limit
 from tests.economy.helpers import ECON_SMALL
+from tests.helpers import ECON_SAEZ
 
 
 def env_limit(kwargs: dict, episodes: int) -> float:
@@ -235,3 +236,57 @@ def test_worker_settings_replace_the_presets_where_the_planner_has_none_of_its_o
     with pytest.raises(SystemExit):
         main(["--worker-settings", '{"clip": 0.3}', "--env-steps", "1000", "--out", "/tmp/unused"])
     assert "unknown settings ['clip']" in capsys.readouterr().err
+
+
+def test_the_saez_regime_is_evaluated_with_what_its_envs_learnt_in_training():
+    from benchmarks.economy_learning import saez_state
+
+    kw = ECON_SAEZ  # the parity test's: the same compiled kernels
+    trained = gpu_zoo.make("gather_trade_build_v0", num_envs=2, device="cpu", **kw)
+    trained.reset(seed=1)
+    gen = torch.Generator().manual_seed(5)
+    s = trained.state
+    s.saez_income.copy_(torch.rand(2, 8, generator=gen, dtype=torch.float64) * 400 - 20)
+    s.saez_rate.copy_(torch.rand(2, 8, generator=gen, dtype=torch.float64) * 0.6)
+    s.saez_count.fill_(8)
+    s.saez_elas.copy_(torch.tensor([0.3, 0.9], dtype=torch.float64))
+    s.saez_avg_rates.copy_(torch.rand(2, 7, generator=gen, dtype=torch.float64) * 0.5)
+    state = saez_state(trained, 4)  # cyclic: envs 0 and 2 (1 and 3) get the same state
+    assert torch.equal(state["saez_elas"], torch.tensor([0.3, 0.9, 0.3, 0.9], dtype=torch.float64))
+
+    def first_rates(tax_state):
+        env = gpu_zoo.make("gather_trade_build_v0", num_envs=4, device="cpu", autoreset=False, **kw)
+        seen, step = [], env.step
+
+        def recording_step(actions):
+            out = step(actions)
+            seen.append((env.state.tax_rate.clone(), env.state.saez_count.clone()))
+            return out
+
+        env.step = recording_step
+        final_economy(env, {}, seed=3, tax_state=tax_state)
+        return seen[0]
+
+    rates, count = first_rates(state)  # a full ring: the formula's rates, the same for the same ring
+    assert (count == 8).all() and torch.equal(rates[0], rates[2]) and torch.equal(rates[1], rates[3])
+    assert not torch.equal(rates[0], rates[1])
+    rates, count = first_rates(None)  # a fresh env: uniform draws until its ring fills, env by env
+    assert (count == 0).all() and not torch.equal(rates[0], rates[2])
+
+
+def test_a_schedule_is_a_regime_of_fixed_rates_named_on_the_command_line(capsys):
+    from benchmarks.economy_learning import add_schedules, main, regime_kwargs, schedule_regime
+
+    name, rates = schedule_regime("front=1,0.5,0,0,0,0,0.25")
+    assert (name, rates) == ("front", (1.0, 0.5, 0.0, 0.0, 0.0, 0.0, 0.25))
+    add_schedules([(name, rates)])
+    assert regime_kwargs("front") == {"tax_model": "fixed-bracket-rates", "fixed_bracket_rates": rates}
+    EconomyParams(**regime_kwargs("front"))  # the env takes them
+    for bad in ("front=1,0.5", "front=1,0.5,0,0,0,0,1.5", "us_federal=0,0,0,0,0,0,0", "x-y=0,0,0,0,0,0,0", "front"):
+        with pytest.raises(SystemExit):
+            main(["--schedule", bad, "--regimes", "front", "--out", "/tmp/unused"])
+        assert "NAME=R1,...,R7" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["--regimes", "nowhere", "--out", "/tmp/unused"])
+    assert "unknown ['nowhere']" in capsys.readouterr().err
+    REGIMES.pop("front")

@@ -9,7 +9,7 @@ import torch
 
 import gpu_zoo
 from gpu_zoo.core.batched import BatchedEnv
-from tests.helpers import ECON_FIXED, GRID_SMALL, PZ_CONFIGS
+from tests.helpers import ECON_FIXED, ECON_SAEZ, GRID_SMALL, PZ_CONFIGS
 
 CASES = {
     "tag_full": ("tag_continuous_v0", dict(num_taggers=2, num_runners=4, max_cycles=6, tagging_distance=0.15)),
@@ -31,6 +31,7 @@ CASES = {
     "simple_tag_box": ("simple_tag_v3", dict(max_cycles=4, continuous_actions=True)),
     "economy": ("gather_trade_build_v0", PZ_CONFIGS["gather_trade_build_v0"]),
     "economy_fixed": ("gather_trade_build_v0", ECON_FIXED),
+    "economy_saez": ("gather_trade_build_v0", ECON_SAEZ),
 }
 
 

@@ -34,7 +34,8 @@ per env and episode instead: each tile is water, a wood source or a stone source
    ``usd_scaling``). Other ``tax_model`` values: the US-federal 2018 rates,
    ``"fixed-bracket-rates"``, the 7 rates given as ``fixed_bracket_rates`` (each in [0, 1]), or
    ``"random-bracket-rates"``, rates drawn afresh per bracket and period, uniformly among 0%,
-   5%, ..., 100%. An annealed limit (``tax_annealing_schedule``) caps every model's rates. On the
+   5%, ..., 100%, or ``"saez"``, the AI Economist's adaptation of Saez's optimal-tax formula (below).
+   An annealed limit (``tax_annealing_schedule``) caps every model's rates. On the
    last step each worker's income in the period (coin, escrow included) is taxed bracket by
    bracket, the tax is taken from its coin in hand (never more), and the total is shared out
    equally among the workers.
@@ -54,6 +55,27 @@ payment, the workers fall into four groups (rank ``i`` in group ``floor(4 i / nu
 poorest starting in the top-right corner, then bottom left, top left and bottom right, a group's
 j-th member ``j // 4`` rows and ``j % 4`` columns in from its corner (`fixed_starts`). The gather
 bonus and the raw build skill observed are still drawn per worker.
+
+## The Saez tax model
+``tax_model="saez"`` sets the rates as the AI Economist's ``PeriodicBracketTax`` does. Every tax day
+adds each worker's (income, marginal rate) to a ring of the last ``saez_buffer_size`` (500) in the
+env, kept across episodes (until ``reset()`` leaves its episode count at 0). Until the ring is full
+a period's rates are drawn uniformly in [0, limit). Then, on a period's first step:
+
+1. The elasticity ``e`` is a running estimate: 98% of the last one (0.5 at first) plus 2% of the
+   ordinary least-squares slope (floored at 0) of ``log z`` on ``log(1 - tau)`` over the ring's
+   samples with income ``z > 0`` and rate ``tau < 1`` (kept unchanged with fewer than 10 such
+   samples or rates spread less than 1e-6); ``saez_fixed_elas``, if given, replaces it in the formula.
+2. The ring's incomes fall in 100 equal bins from 0 to the top bracket's cutoff, plus the incomes
+   below 0 and above it. Per bin, ``G(z)`` is the mean Pareto weight (``1 / max(1, z)``, or 1 with
+   ``pareto_weight_type="uniform"``) of the incomes at or above it, averaged over the bin's edges,
+   and ``A(z) = z p(z) / P(z' >= z)`` per unit of income (``mean / (mean - cutoff)`` above the top
+   cutoff).
+3. A bin's rate is ``(1 - G) / (1 - G + A e)``; bins without incomes take rates on a line between
+   their neighbours'. A bracket's rate is the mean of the bins' rates over it, weighted by
+   income, the top bracket's that of the incomes above its cutoff; each is clipped to [0, limit].
+
+A reset starts from a running average of the formula's rates (1% a period).
 
 ## Rewards
 A worker gets the change of its utility ``((coin)^(1-eta) - 1) / (1 - eta) - energy_cost x w x
@@ -135,14 +157,15 @@ left the env's episode count at 0; the AI Economist counts per env instance sinc
 AI Economist's ``world-idx_map`` (agent indices as values) becomes the own-house, other-house and
 other-worker channels.
 ``tax_model="random-bracket-rates"`` is ours (workers that train under it see the rates change
-and can learn to respond before a planner sets them); the AI Economist's ``saez`` model is not
-offered.
+and can learn to respond before a planner sets them). The ``saez`` model's ring is per env, as the
+AI Economist's buffer is per env instance (its RLlib training merges them across workers: not here).
 
 ## Version history
 - v0: initial release; ``fixed_four_skill_and_loc`` added (off by default: skills stay drawn per episode);
   ``observe_period_income`` added (off by default); ``tax_model="random-bracket-rates"`` added;
   ``tax_model="fixed-bracket-rates"`` with ``fixed_bracket_rates`` added;
-  ``energy_warmup_method="auto"`` added.
+  ``energy_warmup_method="auto"`` added; ``tax_model="saez"`` with ``saez_fixed_elas``,
+  ``pareto_weight_type`` and ``saez_buffer_size`` added.
 """
 
 from __future__ import annotations
@@ -166,7 +189,9 @@ US_RATES_2018 = (0.1, 0.12, 0.22, 0.24, 0.32, 0.35, 0.37)
 NUM_RATES = 21  # 0%, 5%, ..., 100%
 # 1: rates fixed per env (the `fixed_rates` field), 2: none
 TAX_KINDS = {"model_wrapper": 0, "us-federal-single-filer-2018-scaled": 1, "fixed-bracket-rates": 1,
-             "random-bracket-rates": 3}
+             "random-bracket-rates": 3, "saez": 4}
+SAEZ_BINS = 100  # the Saez model's income bins below the top cutoff, as the AI Economist's
+PARETO_KINDS = {"inverse_income": 0, "uniform": 1}
 SWF_KINDS = {"coin_eq_times_productivity": 0, "inv_income_weighted_coin_endowments": 1,
              "inv_income_weighted_utility": 2}
 CHANNELS = ("stone", "wood", "water", "stone_source", "wood_source", "inside", "own_house", "other_house",
@@ -179,7 +204,8 @@ _F64_ONE = np.float64(1.0)
 
 # Indices of the random draws within one (env, agent, step): distinct purposes never share one.
 # Draw _D_FIXED_ORDER + i of the planner (which draws nothing else at a reset) deals fixed skill i;
-# its draw _D_RATE + b, on a period's first step, bracket b's rate under random-bracket-rates.
+# its draw _D_RATE + b, on a period's first step, bracket b's rate under random-bracket-rates (or under
+# saez until its ring fills).
 _D_BUILD_SKILL, _D_GATHER_SKILL, _D_MOVE_ORDER, _D_BONUS, _D_TILE, _D_PLACE, _D_RATE, _D_FIXED_ORDER = \
     0, 1, 2, 3, 4, 10, 400, 420
 
@@ -243,6 +269,9 @@ class EconomyParams:
     usd_scaling: int = 1000
     tax_annealing_schedule: tuple | None = None
     fixed_bracket_rates: tuple | None = None
+    saez_fixed_elas: float | None = None
+    pareto_weight_type: str = "inverse_income"
+    saez_buffer_size: int = 500
     isoelastic_eta: float = 0.23
     energy_cost: float = 0.21
     energy_warmup_constant: float = 0.0
@@ -254,7 +283,7 @@ class EconomyParams:
 
     def __post_init__(self):
         for name in ("num_workers", "height", "width", "max_cycles", "max_bid_ask", "max_num_orders",
-                     "order_duration", "tax_period", "usd_scaling"):
+                     "order_duration", "tax_period", "usd_scaling", "saez_buffer_size"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise ValueError(f"{name} must be a positive int, got {v!r}")
@@ -272,7 +301,8 @@ class EconomyParams:
         if self.num_workers > self.height * self.width // 2:
             raise ValueError(f"{self.num_workers} workers do not fit a {self.height} x {self.width} map")
         choices = (("skill_dist", ("pareto", "none")), ("tax_model", tuple(TAX_KINDS)),
-                   ("planner_reward_type", tuple(SWF_KINDS)), ("energy_warmup_method", ("decay", "auto")))
+                   ("planner_reward_type", tuple(SWF_KINDS)), ("energy_warmup_method", ("decay", "auto")),
+                   ("pareto_weight_type", tuple(PARETO_KINDS)))
         for name, allowed in choices:
             if getattr(self, name) not in allowed:
                 raise ValueError(f"{name} must be one of {allowed}, got {getattr(self, name)!r}")
@@ -286,6 +316,9 @@ class EconomyParams:
                              f"lowest; got {rates!r}")
         if rates is not None:
             object.__setattr__(self, "fixed_bracket_rates", tuple(float(r) for r in rates))  # a list from JSON too
+        elas = self.saez_fixed_elas
+        if elas is not None and (isinstance(elas, bool) or not isinstance(elas, int | float) or not elas >= 0):
+            raise ValueError(f"saez_fixed_elas must be None or a number >= 0, got {elas!r}")
         sched = self.tax_annealing_schedule
         if sched is not None and (len(sched) != 2 or not all(isinstance(x, int | float) for x in sched)):
             raise ValueError(f"tax_annealing_schedule must be None or (warmup, slope), got {sched!r}")
@@ -393,12 +426,28 @@ def fields(p: EconomyParams) -> tuple[Field, ...]:
               init=p.fixed_bracket_rates or US_RATES_2018),
         Field("fixed_skill_k", "f64", (n,), "fixed_four_skill_and_loc: k_i of the i-th smallest payment",
               init=ranked_skill_offsets(n) if p.fixed_four_skill_and_loc else None),
+        *saez_fields(p),
         Field("tax_idx", "i32", (BRACKETS,), "index of each bracket's rate among 0%, 5%, ..., 100%"),
         Field("tax_rate", "f64", (BRACKETS,), "current marginal rates"),
         Field("tax_pos", "i32", (), "position in the tax period, 1 on its first step"),
         Field("warmup_steps", "i32", (), "energy_warmup_method='auto': steps whose mean worker reward was positive"),
         Field("tax_collected", "f64", (), "tax collected on the last tax day"),
         Field("lump_sum", "f64", (), "each worker's share of it"),
+    )
+
+
+def saez_fields(p: EconomyParams) -> tuple[Field, ...]:
+    """The Saez model's state: sized 1 under the other models, which never read it."""
+    saez = p.tax_model == "saez"
+    ring, bins = (p.saez_buffer_size, SAEZ_BINS + 1) if saez else (1, 1)
+    return (
+        Field("saez_income", "f64", (ring,), "tax_model='saez': incomes of past tax days, a ring of every worker's"),
+        Field("saez_rate", "f64", (ring,), "tax_model='saez': the marginal rate each of those incomes was taxed at"),
+        Field("saez_count", "i32", (), "tax_model='saez': samples in the ring (at most saez_buffer_size)"),
+        Field("saez_next", "i32", (), "tax_model='saez': the ring slot the next sample goes to"),
+        Field("saez_elas", "f64", (), "tax_model='saez': the running elasticity estimate"),
+        Field("saez_avg_rates", "f64", (BRACKETS,), "tax_model='saez': running mean of its rates, a reset's rates"),
+        Field("saez_bins", "f64", (2, bins), "tax_model='saez': per income bin, the count then the rate; and A(z)"),
     )
 
 
@@ -409,6 +458,8 @@ def constants(p: EconomyParams) -> dict:
     out = {
         "P": P, "MAP_OBS": len(CHANNELS) * V * V, "BUY0": 2, "MOVE0": 2 + 4 * P,
         "tax_kind": tax_kind, "swf_kind": SWF_KINDS[p.planner_reward_type],
+        "pareto_kind": PARETO_KINDS[p.pareto_weight_type], "saez_elas_fixed": p.saez_fixed_elas is not None,
+        "saez_elas_value": np.float64(p.saez_fixed_elas or 0.0),
         "random_layout": p.layout == "random", "pareto_skills": p.skill_dist == "pareto",
         "fixed_skills": p.fixed_four_skill_and_loc, "warmup_auto": p.energy_warmup_method == "auto",
         "anneal": sched is not None,
@@ -658,6 +709,179 @@ def deal_fixed_skills(s, p, e):
         s.build_pay[e, a] = (_F64_ONE + spread * s.fixed_skill_k[e, i]) * np.float64(p.build_payment)
 
 
+# ------------------------------------------------------------------ the Saez tax model
+@kernel_fn
+def saez_edge(top, i):
+    """Edge i of the income bins, as NumPy's ``linspace(0, top, SAEZ_BINS + 1)`` computes it."""
+    if i >= SAEZ_BINS:
+        return top
+    return np.float64(i) * (top / np.float64(SAEZ_BINS))
+
+
+@kernel_fn
+def saez_bin(top, z):
+    """The bin of income ``z`` in [0, top], as ``np.histogram`` finds it (the last bin holds ``top``)."""
+    i = min(np.int64(z / top * np.float64(SAEZ_BINS)), SAEZ_BINS - 1)
+    if z < saez_edge(top, i):
+        i -= 1
+    elif i != SAEZ_BINS - 1 and z >= saez_edge(top, i + 1):
+        i += 1
+    return i
+
+
+@kernel_fn
+def pareto_weight(p, z):
+    return _F64_ONE if p.pareto_kind == 1 else _F64_ONE / max(_F64_ONE, z)
+
+
+@kernel_fn
+def saez_elasticity(s, e):
+    """The running elasticity: 2% of the OLS slope of log income on log(1 - rate) over the ring."""
+    m = s.saez_count[e]
+    k = 0
+    mx, my, mt = _F64_ZERO, _F64_ZERO, _F64_ZERO
+    for i in range(m):
+        z, tau = s.saez_income[e, i], s.saez_rate[e, i]
+        if z > 0 and tau < 1:
+            k += 1
+            mx += math.log(max(_F64_ONE - tau, 1e-9))
+            my += math.log(max(z, 1e-9))
+            mt += tau
+    if k < 10:
+        return s.saez_elas[e]
+    mx, my, mt = mx / k, my / k, mt / k
+    sxx, sxy, stt = _F64_ZERO, _F64_ZERO, _F64_ZERO
+    for i in range(m):
+        z, tau = s.saez_income[e, i], s.saez_rate[e, i]
+        if z > 0 and tau < 1:
+            dx = math.log(max(_F64_ONE - tau, 1e-9)) - mx
+            sxx += dx * dx
+            sxy += dx * (math.log(max(z, 1e-9)) - my)
+            stt += (tau - mt) * (tau - mt)
+    if math.sqrt(stt / k) < 1e-6:
+        return s.saez_elas[e]
+    slope = sxy / sxx
+    return np.float64(0.02) * max(slope, _F64_ZERO) + np.float64(0.98) * s.saez_elas[e]
+
+
+@kernel_fn
+def saez_bin_rates(s, p, e, elas):
+    """Each income bin's Saez rate into ``saez_bins[e, 0]`` (the last entry: incomes above the top cutoff).
+
+    The steps of the AI Economist's ``get_binned_saez_welfare_weight_and_pareto_params`` and
+    ``get_saez_marginal_rates``, in its order of operations: bin counts, then A(z) from the bottom
+    up, then G(z) and the rate from the top down, then lines across the bins without incomes.
+    ``saez_bins[e, 1]`` keeps A(z), -1 for an empty bin where the AI Economist has NaN (A is
+    positive otherwise): state without NaN compares equal across targets.
+    """
+    B = SAEZ_BINS
+    top = s.cutoffs[e, BRACKETS - 1]
+    m = s.saez_count[e]
+    for i in range(B + 1):
+        s.saez_bins[e, 0, i] = _F64_ZERO
+    n_below, n_above = 0, 0
+    w_below, w_above, z_above = _F64_ZERO, _F64_ZERO, _F64_ZERO
+    for k in range(m):
+        z = s.saez_income[e, k]
+        if z < 0:
+            n_below += 1
+            w_below += pareto_weight(p, _F64_ZERO)
+        elif z > top:
+            n_above += 1
+            w_above += pareto_weight(p, z)
+            z_above += z
+        else:
+            s.saez_bins[e, 0, saez_bin(top, z)] += _F64_ONE
+    total = np.float64(m)
+    norm = _F64_ZERO
+    for i in range(B):
+        mid = np.float64(0.5) * (saez_edge(top, i) + saez_edge(top, i + 1))
+        norm += s.saez_bins[e, 0, i] * pareto_weight(p, mid)
+    norm = norm + w_below + w_above + 1e-9
+    # A(z): p(z) against P(z' >= z), from the bottom up (NaN where a bin is empty)
+    cum = _F64_ZERO
+    for i in range(B):
+        lo, hi = saez_edge(top, i), saez_edge(top, i + 1)
+        pz = s.saez_bins[e, 0, i] / total
+        cum = pz + np.float64(n_below) / total if i == 0 else min(_F64_ONE, max(_F64_ZERO, cum + pz))
+        if pz == 0:
+            s.saez_bins[e, 1, i] = -_F64_ONE
+        else:
+            geq = min(_F64_ONE, max(_F64_ZERO, _F64_ONE - cum + np.float64(0.5) * pz))
+            s.saez_bins[e, 1, i] = np.float64(0.5) * (lo + hi) * pz / (geq + 1e-9) / (hi - lo)
+    a_top = _F64_ZERO
+    if n_above > 0:
+        mean = z_above / np.float64(n_above)
+        a_top = mean / (mean - top + 1e-9)
+    s.saez_bins[e, 1, B] = a_top
+    # G(z) and the rates, from the top down: G is the Pareto weight at or above z over the share there
+    density = w_above / norm
+    share = np.float64(n_above) / total
+    g_up = density / (share + 1e-9)
+    s.saez_bins[e, 0, B] = (_F64_ONE - g_up) / (_F64_ONE - g_up + a_top * elas + 1e-9)
+    for i in range(B - 1, -1, -1):
+        count = s.saez_bins[e, 0, i]
+        mid = np.float64(0.5) * (saez_edge(top, i) + saez_edge(top, i + 1))
+        density += count * pareto_weight(p, mid) / norm
+        share += count / total
+        g_here = density / (share + 1e-9)
+        g = np.float64(0.5) * (g_here + g_up)
+        g_up = g_here
+        a = s.saez_bins[e, 1, i]
+        s.saez_bins[e, 0, i] = (_F64_ONE - g) / (_F64_ONE - g + a * elas + 1e-9) if a >= 0 else _F64_ZERO
+    # bins without incomes: on a line from the last rate below (0 before the first) to the next one
+    last, last_i = _F64_ZERO, -1
+    for i in range(B + 1):
+        tau = s.saez_bins[e, 0, i]
+        if s.saez_bins[e, 1, i] >= 0:
+            gap = i - last_i - 1
+            if gap > 0:
+                step = (tau - last) / np.float64(gap + 1)
+                for k in range(1, gap + 1):
+                    s.saez_bins[e, 0, last_i + k] = np.float64(k) * step + last
+            last, last_i = tau, i
+
+
+@kernel_fn
+def saez_set_rates(s, p, e, limit):
+    """A period's rates under tax_model='saez' (the AI Economist's ``compute_and_set_new_period_rates_from_saez_formula``)."""
+    if s.saez_count[e] < p.saez_buffer_size:
+        for b in range(BRACKETS):
+            s.tax_rate[e, b] = np.float64(uniform(s, e, p.planner_lo, _D_RATE + b)) * limit
+        return
+    s.saez_elas[e] = saez_elasticity(s, e)
+    saez_bin_rates(s, p, e, p.saez_elas_value if p.saez_elas_fixed else s.saez_elas[e])
+    # bracket by bracket, the tax the bins' rates levy on the bracket's income, per unit of it
+    B = SAEZ_BINS
+    top = s.cutoffs[e, BRACKETS - 1]
+    levied = _F64_ZERO
+    for b in range(BRACKETS):
+        if b < BRACKETS - 1:
+            cut = s.cutoffs[e, b + 1]
+            due = _F64_ZERO
+            for i in range(B + 1):
+                size = saez_edge(top, i + 1) - saez_edge(top, i) if i < B else np.inf
+                due += s.saez_bins[e, 0, i] * min(size, max(_F64_ZERO, cut - saez_edge(top, i)))
+            due = max(_F64_ZERO, due)
+            rate = (due - levied) / (cut - s.cutoffs[e, b])
+            levied = due
+        else:
+            rate = s.saez_bins[e, 0, B]
+        rate = min(limit, max(_F64_ZERO, rate))
+        s.tax_rate[e, b] = rate
+        s.saez_avg_rates[e, b] = s.saez_avg_rates[e, b] * np.float64(0.99) + rate * np.float64(0.01)
+
+
+@kernel_fn
+def saez_record(s, p, e, income, rate):
+    """A tax day's (income, marginal rate) into the ring, over its oldest sample once full."""
+    k = s.saez_next[e]
+    s.saez_income[e, k] = income
+    s.saez_rate[e, k] = rate
+    s.saez_next[e] = (k + 1) % p.saez_buffer_size
+    s.saez_count[e] = min(s.saez_count[e] + 1, p.saez_buffer_size)
+
+
 @kernel_fn
 def reset_env(s, p, e):
     if p.fixed_skills:
@@ -669,9 +893,20 @@ def reset_env(s, p, e):
         for q in range(p.P):
             s.price_hist[e, res, q] = 0
     limit = rate_limit(s.ep_count, p, e)
+    if p.tax_kind == 4 and s.ep_count[e] == 0:  # reset(): the Saez model learns afresh
+        s.saez_count[e] = 0
+        s.saez_next[e] = 0
+        s.saez_elas[e] = np.float64(0.5)
+        for b in range(BRACKETS):
+            s.saez_avg_rates[e, b] = _F64_ZERO
     for b in range(BRACKETS):
         s.tax_idx[e, b] = 0
-        s.tax_rate[e, b] = min(s.fixed_rates[e, b], limit) if p.tax_kind == 1 else _F64_ZERO
+        if p.tax_kind == 1:
+            s.tax_rate[e, b] = min(s.fixed_rates[e, b], limit)
+        elif p.tax_kind == 4:
+            s.tax_rate[e, b] = min(s.saez_avg_rates[e, b], limit)
+        else:
+            s.tax_rate[e, b] = _F64_ZERO
     s.tax_pos[e] = 1
     s.tax_collected[e] = 0
     s.lump_sum[e] = 0
@@ -849,7 +1084,9 @@ def collect(s, p, e, a):
 @kernel_fn
 def tax(s, p, e):
     pos = s.tax_pos[e]
-    if pos == 1:
+    if pos == 1 and p.tax_kind == 4:
+        saez_set_rates(s, p, e, rate_limit(s.ep_count, p, e))
+    elif pos == 1:
         limit = rate_limit(s.ep_count, p, e)
         for b in range(BRACKETS):
             if p.tax_kind == 0:
@@ -872,6 +1109,8 @@ def tax(s, p, e):
             collected += paid
             s.last_income[e, a] = income
             s.last_marginal[e, a] = marginal_rate(s.tax_rate, s.cutoffs, e, income)
+            if p.tax_kind == 4:
+                saez_record(s, p, e, income, marginal_rate(s.tax_rate, s.cutoffs, e, income))
         share = collected / np.float64(n)
         for a in range(n):
             s.coin[e, a] += share

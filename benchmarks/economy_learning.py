@@ -130,7 +130,7 @@ def schedule_regime(text: str) -> tuple[str, tuple[float, ...]]:
 
 
 def add_schedules(schedules) -> None:
-    """Registers each (name, rates) of ``--schedule`` as a regime, in this process and (by the command line) its children."""
+    """Registers each (name, rates) of ``--schedule`` as a regime: here, and in the children by their command line."""
     for name, rates in schedules:
         REGIMES[name] = (dict(tax_model="fixed-bracket-rates", fixed_bracket_rates=rates), "worker")
 

@@ -844,7 +844,7 @@ def saez_bin_rates(s, p, e, elas):
 
 @kernel_fn
 def saez_set_rates(s, p, e, limit):
-    """A period's rates under tax_model='saez' (the AI Economist's ``compute_and_set_new_period_rates_from_saez_formula``)."""
+    """A period's rates under tax_model='saez' (``compute_and_set_new_period_rates_from_saez_formula``)."""
     if s.saez_count[e] < p.saez_buffer_size:
         for b in range(BRACKETS):
             s.tax_rate[e, b] = np.float64(uniform(s, e, p.planner_lo, _D_RATE + b)) * limit

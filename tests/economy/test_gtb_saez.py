@@ -133,8 +133,11 @@ def test_saez_arguments_are_checked():
 
 
 def test_saez_env_fills_its_ring_then_sets_the_formulas_rates(aie_world):
-    """The compiled kernel: random rates while the ring fills, then the formula's (the package agrees on the
-    same ring), the ring kept across an auto-reset whose rates are the running mean, and cleared by reset()."""
+    """The compiled kernel, from reset() to the next.
+
+    Random rates while the ring fills, then the formula's (the package agrees on the same ring), the ring
+    kept across an auto-reset whose rates are the running mean, and cleared by reset().
+    """
     n = 2
     env = gpu_zoo.make("gather_trade_build_v0", num_envs=n, device="cpu", **ECON_SAEZ)  # the parity test's kernels
     env.reset(seed=3)

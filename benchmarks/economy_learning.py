@@ -135,6 +135,24 @@ def add_schedules(schedules) -> None:
         REGIMES[name] = (dict(tax_model="fixed-bracket-rates", fixed_bracket_rates=rates), "worker")
 
 
+def recorded_schedules(out: Path) -> list[tuple[str, tuple[float, ...]]]:
+    """The ``--schedule`` regimes of the records under ``out`` and ``out/runs``, for a report to register."""
+    found = []
+    for path in sorted([*out.glob("*/result.json"), *out.glob("runs/*/result.json")]):
+        rec = json.loads(path.read_text())
+        rates = rec.get("env_kwargs", {}).get("fixed_bracket_rates")
+        if rec.get("regime") not in BUILT_IN_REGIMES and rates is not None:
+            found.append((rec["regime"], tuple(rates)))
+    return found
+
+
+def regime_label(regime: str) -> str:
+    """A regime's name in the tables; a ``--schedule``'s with its rates."""
+    rates = REGIMES[regime][0].get("fixed_bracket_rates") if regime not in BUILT_IN_REGIMES else None
+    name = regime.replace("_", " ")
+    return f"{name} ({'/'.join(f'{100 * r:g}' for r in rates)}%)" if rates else name
+
+
 def anneal_schedule(episodes: float) -> tuple[float, float]:
     """(warmup, slope) of a limit that starts at 10% and reaches 100% after ``episodes`` episodes."""
     slope = 0.9 / episodes
@@ -470,6 +488,7 @@ def report(out: Path, docs: Path = DOCS):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    add_schedules(recorded_schedules(out))
     found = [r for r in REGIMES if (out / r / "result.json").exists()]
     results = {r: json.loads((out / r / "result.json").read_text()) for r in found}
     if not results:
@@ -519,7 +538,7 @@ def report(out: Path, docs: Path = DOCS):
         trained = rec["trained_groups"].replace(",", " + ")
         if rec.get("init_from"):
             trained += " (from the pretrained workers)"
-        lines.append(row(regime.replace("_", " "), trained, rec))
+        lines.append(row(regime_label(regime), trained, rec))
     def annealed(rec):  # only a planner's rates are annealed
         return rec["regime"] == "ai_planner" and rec.get("anneal_episodes")
 
@@ -567,7 +586,7 @@ def report(out: Path, docs: Path = DOCS):
                  "phase-1 workers, with the same env arguments, unless it says otherwise:\n\n"
                  + "| run | training | productivity (coin) | equality | social welfare |\n"
                  + "| --- | --- | --- | --- | --- |\n"
-                 + "\n".join(row(f"{rec['regime'].replace('_', ' ')}" + (f", rates annealed over "
+                 + "\n".join(row(regime_label(rec["regime"]) + (f", rates annealed over "
                                   f"{rec['anneal_episodes']:g} episodes" if annealed(rec) else ""),
                                   f"{rec['env_steps'] / 1e6:.1f}M env-steps{company(rec['regime'], rec)}"
                                   + setup_note(rec, first)

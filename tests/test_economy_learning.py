@@ -290,3 +290,18 @@ def test_a_schedule_is_a_regime_of_fixed_rates_named_on_the_command_line(capsys)
         main(["--regimes", "nowhere", "--out", "/tmp/unused"])
     assert "unknown ['nowhere']" in capsys.readouterr().err
     REGIMES.pop("front")
+
+
+def test_a_report_names_the_schedules_its_records_ran(tmp_path):
+    from benchmarks.economy_learning import add_schedules, recorded_schedules, regime_label
+
+    for folder, regime, kwargs in (("free_market", "free_market", {"disable_taxes": True}),
+                                   ("runs/lump", "lump", {"tax_model": "fixed-bracket-rates",
+                                                          "fixed_bracket_rates": [1.0, 0.5, 0, 0, 0, 0, 0]})):
+        (tmp_path / folder).mkdir(parents=True)
+        (tmp_path / folder / "result.json").write_text(json.dumps({"regime": regime, "env_kwargs": kwargs}))
+    assert recorded_schedules(tmp_path) == [("lump", (1.0, 0.5, 0, 0, 0, 0, 0))]
+    add_schedules(recorded_schedules(tmp_path))
+    assert regime_label("lump") == "lump (100/50/0/0/0/0/0%)"
+    assert regime_label("flat_tax") == "flat tax" and regime_label("saez") == "saez"
+    REGIMES.pop("lump")

@@ -6,6 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from benchmarks.cases import suite_cases
@@ -154,3 +155,20 @@ def test_warpdrive_yaml_maps_to_our_names():
     assert run["trainer"]["num_envs"] == WARPDRIVE_TAG_RUN["num_envs"]
     per_env = run["trainer"]["train_batch_size"] // run["trainer"]["num_envs"]
     assert per_env == WARPDRIVE_TAG_RUN["num_steps"]
+
+
+@pytest.mark.skipif(os.environ.get("NUMBA_ENABLE_CUDASIM") != "1", reason="the simulator runs these kernels in CI")
+@pytest.mark.parametrize("taggers, runners", [(1, 4), (1, 5), (2, 8)])  # rows of 29, 36 and 64 floats
+def test_the_16_byte_store_kernel_writes_what_the_row_kernel_writes(taggers, runners):
+    import benchmarks.obs_bound as ob
+
+    ob._set_sizes(2, taggers, runners)
+    rng = np.random.default_rng(0)
+    state = [rng.random((ob.E, ob.A), dtype=np.float32) * 10 for _ in range(5)]
+    alive = (rng.random((ob.E, ob.A)) > 0.3).astype(np.int32)
+    ref = np.full((ob.E, ob.A, ob.D), -7.0, np.float32)
+    ob.row_kernel[2, 64](*state, alive, ref, False)
+    flat = np.full(ob.E * ob.A * ob.D, -7.0, np.float32)
+    ob.segment_kernel[ob.E, 128](*state, alive, flat)
+    assert (ref != -7.0).all()
+    np.testing.assert_array_equal(flat.reshape(ref.shape), ref)

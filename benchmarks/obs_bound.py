@@ -20,7 +20,9 @@ floats, feature-major as the env's) from random state, with no step phases and n
   before the segment's first 16-byte boundary and after its last go one by one. A warp's stores
   then fill whole lines, where a lane's 4-byte stores into rows of 99 leave a quarter of each
   sector unwritten and send four times the requests to L2, which ``ncu`` found the busiest unit of
-  the fused step (71% of its throughput, against 43% for DRAM).
+  the fused step (71% of its throughput, against 43% for DRAM). On an H200 at 2000 x 100 it ran
+  3.3e6 env-steps/s against 5.96e6 for ``slot`` at 512 threads (same run): fewer and fuller L2
+  requests do not pay for a lane computing four elements of one feature instead of seven of one slot.
 
 All variants must write the same values (checked; ``f16`` to its precision). Needs a GPU.
 """

@@ -122,10 +122,11 @@ def schedule_regime(text: str) -> tuple[str, tuple[float, ...]]:
         values = tuple(float(x) for x in rates.split(","))
     except ValueError:
         values = ()
-    if not sep or not name.isidentifier() or name in BUILT_IN_REGIMES or len(values) != 7 or not all(
+    taken = sorted({*BUILT_IN_REGIMES, PRETRAIN, "runs"})  # "runs" is a folder of the results
+    if not sep or not name.isidentifier() or name in taken or len(values) != 7 or not all(
             0.0 <= r <= 1.0 for r in values):
-        raise argparse.ArgumentTypeError(f"takes NAME=R1,...,R7: a name of its own (not {sorted(BUILT_IN_REGIMES)}) "
-                                         f"and 7 rates in [0, 1], the lowest bracket's first; got {text!r}")
+        raise argparse.ArgumentTypeError(f"takes NAME=R1,...,R7: a name of its own (not {taken}) and 7 rates in "
+                                         f"[0, 1], the lowest bracket's first; got {text!r}")
     return name, values
 
 
@@ -189,10 +190,13 @@ def ppo_args(regime: str, env_steps: int, out: Path, num_envs: int, device: str 
 def saez_state(env, n: int) -> dict[str, torch.Tensor]:
     """The Saez model's learnt state in ``env`` (its ring of past incomes, elasticity, mean rates), for n envs.
 
-    A trained env's state is reused cyclically when ``n`` is more than it has envs.
+    With each env's episode count, at least 1: a reset that finds 0 starts the model afresh. A trained
+    env's state is reused cyclically when ``n`` is more than it has envs.
     """
     index = torch.arange(n, device=env.device) % env.num_envs
-    return {name: getattr(env.state, name)[index].clone() for name in SAEZ_STATE}
+    out = {name: getattr(env.state, name)[index].clone() for name in SAEZ_STATE}
+    out["ep_count"] = env.state.ep_count[index].clamp(min=1)
+    return out
 
 
 def final_economy(env, policies, seed: int, flat_rate: float | None = None,
@@ -208,11 +212,12 @@ def final_economy(env, policies, seed: int, flat_rate: float | None = None,
     from trainers.ppo import policy_actions
 
     generator = torch.Generator(device=env.device).manual_seed(seed)
-    env.reset(seed=seed)
-    if tax_state:
-        for name, value in tax_state.items():
-            getattr(env.state, name).copy_(value)
-        env.state.tax_rate.copy_(env.state.saez_avg_rates)  # what a reset starts from under the model
+    if tax_state:  # copied in before the reset, which then keeps it as an auto-reset would
+        for name in SAEZ_STATE:
+            getattr(env.state, name).copy_(tax_state[name])
+        env.reset(seed=seed, episode_counts=tax_state["ep_count"])
+    else:
+        env.reset(seed=seed)
     rates = torch.zeros_like(env.state.tax_rate, dtype=torch.float64)
     for _ in range(env.params.max_cycles):
         actions = policy_actions(env, policies, generator)

@@ -58,6 +58,8 @@ else:
     @intrinsic
     def store4(typingctx, flat, i, a, b, c, d):
         """``flat[i:i + 4] = a, b, c, d`` as one 16-byte store: ``i`` a multiple of 4, ``flat`` 16-byte aligned."""
+        if not (isinstance(flat, nt.Array) and flat.ndim == 1 and flat.dtype == nt.float32):
+            return None  # a typing error: only a 1-D float32 array
 
         def codegen(context, builder, signature, args):
             ary = context.make_array(signature.args[0])(context, builder, args[0])
@@ -178,17 +180,20 @@ def segment_kernel(px, py, sp, ac, hd, alive, flat):
         n = K + 1 if b == 6 else K
         head = min((-start) & 3, n)
         groups = (n - head) >> 2
-        if lane < groups:
-            i = head + 4 * lane
+        g = lane
+        while g < groups:
+            i = head + 4 * g
             store4(flat, start + i, element(px, py, sp, ac, hd, alive, e, a, live, b, i),
                    element(px, py, sp, ac, hd, alive, e, a, live, b, i + 1),
                    element(px, py, sp, ac, hd, alive, e, a, live, b, i + 2),
                    element(px, py, sp, ac, hd, alive, e, a, live, b, i + 3))
-        else:
-            k = lane - groups
-            i = k if k < head else head + 4 * groups + (k - head)
-            if i < n and (k < head or i >= head + 4 * groups):
-                flat[start + i] = element(px, py, sp, ac, hd, alive, e, a, live, b, i)
+            g += 32
+        k = (lane - groups) & 31  # the edges go to the lanes after the groups' last (any segment length)
+        edges = n - 4 * groups  # the head before the first 16-byte boundary, the tail after the last
+        while k < edges:
+            i = k if k < head else 4 * groups + k
+            flat[start + i] = element(px, py, sp, ac, hd, alive, e, a, live, b, i)
+            k += 32
         seg += nwarps
 
 
@@ -242,6 +247,7 @@ def main(argv=None):
                                                       "segment v4")
     written, rates, nbytes = {}, {}, {}
     for name, (step, out, kind) in variants.items():
+        out.fill_(float("nan"))  # what a variant leaves unwritten shows in the comparison below
         rates[name] = rate(step)
         written[kind] = out.clone()
         nbytes[name] = E * A * D * out.element_size()  # the observations, not the padding

@@ -20,9 +20,10 @@ PZ_CONFIGS = {
 # would cost CI minutes); "economy" covers the planner's own rates.
 ECON_FIXED = dict(max_cycles=4, tax_period=2, fixed_four_skill_and_loc=True, observe_period_income=True,
                   tax_model="random-bracket-rates", energy_warmup_method="auto", energy_warmup_constant=3.0)
-# The Saez model: its ring of 8 fills on the second tax day, so its formula sets the rates from the third period on,
-# and the ring lasts through the auto-reset.
-ECON_SAEZ = dict(max_cycles=6, tax_period=2, tax_model="saez", saez_buffer_size=8)
+# The Saez model: its ring of 12 fills on the third tax day (4 workers), so its formula, elasticity fit included
+# (10 samples or more), sets the rates from the fourth period on; the ring lasts through the auto-reset after it.
+ECON_SAEZ = dict(max_cycles=8, tax_period=2, tax_model="saez", saez_buffer_size=12)
+SAEZ_INCOME = 450.0  # coin a step a worker may be handed in tests, so a period's income passes the top cutoff
 
 
 def tag_env(num_envs=2, **kw):

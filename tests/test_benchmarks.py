@@ -158,11 +158,12 @@ def test_warpdrive_yaml_maps_to_our_names():
 
 
 @pytest.mark.skipif(os.environ.get("NUMBA_ENABLE_CUDASIM") != "1", reason="the simulator runs these kernels in CI")
-@pytest.mark.parametrize("taggers, runners", [(1, 4), (1, 5), (2, 8)])  # rows of 29, 36 and 64 floats
-def test_the_16_byte_store_kernel_writes_what_the_row_kernel_writes(taggers, runners):
+# rows of 29, 36 and 64 floats, and segments of 120 (a warp's 32 lanes take more than one pass)
+@pytest.mark.parametrize("envs, taggers, runners", [(2, 1, 4), (2, 1, 5), (2, 2, 8), (1, 1, 120)])
+def test_the_16_byte_store_kernel_writes_what_the_row_kernel_writes(envs, taggers, runners):
     import benchmarks.obs_bound as ob
 
-    ob._set_sizes(2, taggers, runners)
+    ob._set_sizes(envs, taggers, runners)
     rng = np.random.default_rng(0)
     state = [rng.random((ob.E, ob.A), dtype=np.float32) * 10 for _ in range(5)]
     alive = (rng.random((ob.E, ob.A)) > 0.3).astype(np.int32)

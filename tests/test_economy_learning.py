@@ -4,6 +4,7 @@ Its tax annealing schedule, the limit a planner is evaluated under, and what an 
 episode reports.
 """
 
+import argparse
 import dataclasses
 import json
 from pathlib import Path
@@ -246,9 +247,10 @@ def test_the_saez_regime_is_evaluated_with_what_its_envs_learnt_in_training():
     trained.reset(seed=1)
     gen = torch.Generator().manual_seed(5)
     s = trained.state
-    s.saez_income.copy_(torch.rand(2, 8, generator=gen, dtype=torch.float64) * 400 - 20)
-    s.saez_rate.copy_(torch.rand(2, 8, generator=gen, dtype=torch.float64) * 0.6)
-    s.saez_count.fill_(8)
+    ring = ECON_SAEZ["saez_buffer_size"]
+    s.saez_income.copy_(torch.rand(2, ring, generator=gen, dtype=torch.float64) * 400 - 20)
+    s.saez_rate.copy_(torch.rand(2, ring, generator=gen, dtype=torch.float64) * 0.6)
+    s.saez_count.fill_(ring)
     s.saez_elas.copy_(torch.tensor([0.3, 0.9], dtype=torch.float64))
     s.saez_avg_rates.copy_(torch.rand(2, 7, generator=gen, dtype=torch.float64) * 0.5)
     state = saez_state(trained, 4)  # cyclic: envs 0 and 2 (1 and 3) get the same state
@@ -256,7 +258,14 @@ def test_the_saez_regime_is_evaluated_with_what_its_envs_learnt_in_training():
 
     def first_rates(tax_state):
         env = gpu_zoo.make("gather_trade_build_v0", num_envs=4, device="cpu", autoreset=False, **kw)
-        seen, step = [], env.step
+        seen, step, reset = [], env.step, env.reset
+
+        def recording_reset(**reset_kw):  # what the first observation says: the rates in force after the reset
+            obs = reset(**reset_kw)
+            seen.append(env.state.tax_rate.clone())
+            return obs
+
+        env.reset = recording_reset
 
         def recording_step(actions):
             out = step(actions)
@@ -265,12 +274,15 @@ def test_the_saez_regime_is_evaluated_with_what_its_envs_learnt_in_training():
 
         env.step = recording_step
         final_economy(env, {}, seed=3, tax_state=tax_state)
-        return seen[0]
+        return seen
 
-    rates, count = first_rates(state)  # a full ring: the formula's rates, the same for the same ring
-    assert (count == 8).all() and torch.equal(rates[0], rates[2]) and torch.equal(rates[1], rates[3])
+    seen = first_rates(state)
+    # after the reset: the trained envs' running means; after the first step: the formula's rates
+    assert torch.equal(seen[0], state["saez_avg_rates"]) and (state["ep_count"] >= 1).all()
+    rates, count = seen[1]  # a full ring: the formula's rates, the same for the same ring
+    assert (count == ring).all() and torch.equal(rates[0], rates[2]) and torch.equal(rates[1], rates[3])
     assert not torch.equal(rates[0], rates[1])
-    rates, count = first_rates(None)  # a fresh env: uniform draws until its ring fills, env by env
+    rates, count = first_rates(None)[1]  # a fresh env: uniform draws until its ring fills, env by env
     assert (count == 0).all() and not torch.equal(rates[0], rates[2])
 
 
@@ -279,17 +291,22 @@ def test_a_schedule_is_a_regime_of_fixed_rates_named_on_the_command_line(capsys)
 
     name, rates = schedule_regime("front=1,0.5,0,0,0,0,0.25")
     assert (name, rates) == ("front", (1.0, 0.5, 0.0, 0.0, 0.0, 0.0, 0.25))
-    add_schedules([(name, rates)])
-    assert regime_kwargs("front") == {"tax_model": "fixed-bracket-rates", "fixed_bracket_rates": rates}
-    EconomyParams(**regime_kwargs("front"))  # the env takes them
-    for bad in ("front=1,0.5", "front=1,0.5,0,0,0,0,1.5", "us_federal=0,0,0,0,0,0,0", "x-y=0,0,0,0,0,0,0", "front"):
-        with pytest.raises(SystemExit):
-            main(["--schedule", bad, "--regimes", "front", "--out", "/tmp/unused"])
-        assert "NAME=R1,...,R7" in capsys.readouterr().err
+    try:
+        add_schedules([(name, rates)])
+        assert regime_kwargs("front") == {"tax_model": "fixed-bracket-rates", "fixed_bracket_rates": rates}
+        EconomyParams(**regime_kwargs("front"))  # the env takes them
+    finally:
+        REGIMES.pop("front", None)
+    for bad in ("front=1,0.5", "front=1,0.5,0,0,0,0,1.5", "us_federal=0,0,0,0,0,0,0", "x-y=0,0,0,0,0,0,0", "front",
+                "pretrain=0,0,0,0,0,0,0", "runs=0,0,0,0,0,0,0"):
+        with pytest.raises(argparse.ArgumentTypeError, match="NAME=R1,...,R7"):
+            schedule_regime(bad)
+    with pytest.raises(SystemExit):  # on the command line: a usage error before anything runs
+        main(["--schedule", "front=1,0.5", "--regimes", "front", "--out", "/tmp/unused"])
+    assert "NAME=R1,...,R7" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["--regimes", "nowhere", "--out", "/tmp/unused"])
     assert "unknown ['nowhere']" in capsys.readouterr().err
-    REGIMES.pop("front")
 
 
 def test_a_report_names_the_schedules_its_records_ran(tmp_path):
@@ -301,7 +318,9 @@ def test_a_report_names_the_schedules_its_records_ran(tmp_path):
         (tmp_path / folder).mkdir(parents=True)
         (tmp_path / folder / "result.json").write_text(json.dumps({"regime": regime, "env_kwargs": kwargs}))
     assert recorded_schedules(tmp_path) == [("lump", (1.0, 0.5, 0, 0, 0, 0, 0))]
-    add_schedules(recorded_schedules(tmp_path))
-    assert regime_label("lump") == "lump (100/50/0/0/0/0/0%)"
+    try:
+        add_schedules(recorded_schedules(tmp_path))
+        assert regime_label("lump") == "lump (100/50/0/0/0/0/0%)"
+    finally:
+        REGIMES.pop("lump", None)
     assert regime_label("flat_tax") == "flat tax" and regime_label("saez") == "saez"
-    REGIMES.pop("lump")

@@ -9,7 +9,7 @@ import torch
 
 import gpu_zoo
 from gpu_zoo.core.batched import BatchedEnv
-from tests.helpers import ECON_FIXED, ECON_SAEZ, GRID_SMALL, PZ_CONFIGS
+from tests.helpers import ECON_FIXED, ECON_SAEZ, GRID_SMALL, PZ_CONFIGS, SAEZ_INCOME
 
 CASES = {
     "tag_full": ("tag_continuous_v0", dict(num_taggers=2, num_runners=4, max_cycles=6, tagging_distance=0.15)),
@@ -59,7 +59,13 @@ def test_cpu_and_cuda_targets_agree(case, cuda_device):
     gen = torch.Generator().manual_seed(3)
     for t in range(max(12, kw.get("max_cycles", 0) + 2)):
         acts = cpu.sample_actions(gen)
+        if case == "economy_saez":  # random workers earn nothing so soon: hand them incomes, some past the top cutoff
+            coin = torch.rand(num_envs, 4, generator=gen, dtype=torch.float64) * SAEZ_INCOME
+            cpu.state.coin[:, :4] += coin
+            gpu.state.coin[:, :4] += coin.to(cuda_device)
         cpu.step(acts)
         gpu.step({g: a.to(cuda_device) for g, a in acts.items()})
         assert_same_state(cpu, gpu, f"step {t}")
     assert int(cpu.state.ep_count.sum()) >= num_envs, "the run should include auto-resets"
+    if case == "economy_saez":  # the formula ran, and fitted the elasticity
+        assert (cpu.state.saez_count == ECON_SAEZ["saez_buffer_size"]).all() and (cpu.state.saez_elas != 0.5).all()

@@ -158,7 +158,9 @@ AI Economist's ``world-idx_map`` (agent indices as values) becomes the own-house
 other-worker channels.
 ``tax_model="random-bracket-rates"`` is ours (workers that train under it see the rates change
 and can learn to respond before a planner sets them). The ``saez`` model's ring is per env, as the
-AI Economist's buffer is per env instance (its RLlib training merges them across workers: not here).
+AI Economist's buffer is per env instance (its RLlib training merges them across workers: not here);
+its rates after a reset, the running mean, are in the observations from the reset on, where the
+AI Economist's reset observation still shows the rates of the period before.
 
 ## Version history
 - v0: initial release; ``fixed_four_skill_and_loc`` added (off by default: skills stay drawn per episode);
@@ -445,7 +447,7 @@ def saez_fields(p: EconomyParams) -> tuple[Field, ...]:
         Field("saez_rate", "f64", (ring,), "tax_model='saez': the marginal rate each of those incomes was taxed at"),
         Field("saez_count", "i32", (), "tax_model='saez': samples in the ring (at most saez_buffer_size)"),
         Field("saez_next", "i32", (), "tax_model='saez': the ring slot the next sample goes to"),
-        Field("saez_elas", "f64", (), "tax_model='saez': the running elasticity estimate"),
+        Field("saez_elas", "f64", (), "tax_model='saez': the running elasticity estimate", init=(0.5,)),
         Field("saez_avg_rates", "f64", (BRACKETS,), "tax_model='saez': running mean of its rates, a reset's rates"),
         Field("saez_bins", "f64", (2, bins), "tax_model='saez': per income bin, the count then the rate; and A(z)"),
     )

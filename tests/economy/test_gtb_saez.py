@@ -17,7 +17,7 @@ import gpu_zoo
 import gpu_zoo.economy.gather_trade_build as gtb
 from gpu_zoo.economy.gather_trade_build import BRACKETS, SAEZ_BINS, US_CUTOFFS_USD, EconomyParams
 from tests.economy.helpers import NOOP, act
-from tests.helpers import ECON_SAEZ
+from tests.helpers import ECON_SAEZ, SAEZ_INCOME
 
 with contextlib.redirect_stdout(io.StringIO()):  # it prints a GPU census on import
     foundation = pytest.importorskip("ai_economist.foundation")
@@ -116,11 +116,13 @@ def test_saez_histogram_bins_as_numpy(plain_python):
     assert [gtb.saez_bin(top, x) for x in z] == want.tolist()
 
 
-def test_saez_annealed_limit_caps_the_rates(plain_python):
+def test_saez_annealed_limit_caps_the_rates(aie_world, plain_python):
     z, tau = ring(np.random.default_rng(1))
-    rates, _, avg = our_saez(z, tau, 0.5, np.zeros(BRACKETS), limit=0.15)
-    assert rates.max() <= 0.15 and rates.max() > 0
-    np.testing.assert_allclose(avg, rates * 0.01)
+    rates, elas, avg = our_saez(z, tau, 0.5, np.zeros(BRACKETS), limit=0.15)
+    want = theirs(aie_saez(aie_world, rate_max=0.15), z, tau, 0.5, np.zeros(BRACKETS))
+    np.testing.assert_allclose(rates, want[0], rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(avg, want[2], rtol=1e-9, atol=1e-12)
+    assert (rates == 0.15).any() and rates.max() == 0.15  # some clipped
 
 
 def test_saez_arguments_are_checked():
@@ -135,31 +137,35 @@ def test_saez_arguments_are_checked():
 def test_saez_env_fills_its_ring_then_sets_the_formulas_rates(aie_world):
     """The compiled kernel, from reset() to the next.
 
-    Random rates while the ring fills, then the formula's (the package agrees on the same ring), the ring
-    kept across an auto-reset whose rates are the running mean, and cleared by reset().
+    Random rates while the ring fills, then the formula's (the package agrees on the same ring, incomes
+    below 0 and past the top cutoff included), the ring kept across an auto-reset whose rates are the
+    running mean, and cleared by reset().
     """
     n = 2
     env = gpu_zoo.make("gather_trade_build_v0", num_envs=n, device="cpu", **ECON_SAEZ)  # the parity test's kernels
     env.reset(seed=3)
     s = env.state
     period, ring_size = ECON_SAEZ["tax_period"], ECON_SAEZ["saez_buffer_size"]
+    days = ECON_SAEZ["max_cycles"] // period
+    full_after = ring_size // 4  # tax days
     assert (s.tax_rate == 0).all() and (s.saez_count == 0).all() and (s.saez_elas == 0.5).all()
     gen = torch.Generator().manual_seed(0)
     seen = []
-    for day in range(ECON_SAEZ["max_cycles"] // period):
+    for day in range(days):
         act(env, [NOOP] * 4)  # a period's first step: rates set
         seen.append(s.tax_rate.clone())
-        if day == 2:  # the ring filled on the last tax day: the formula's rates, as the package sets them
+        if day == full_after:  # the ring filled on the last tax day: the formula's rates, as the package sets them
             for e in range(n):
                 tax = aie_saez(aie_world)
                 tax._buffer_size = ring_size
                 want = theirs(tax, s.saez_income[e].numpy(), s.saez_rate[e].numpy(), 0.5, np.zeros(BRACKETS))
                 np.testing.assert_allclose(s.tax_rate[e].numpy(), want[0], rtol=1e-9, atol=1e-12)
-                assert float(s.saez_elas[e]) == pytest.approx(want[1], rel=1e-9)
+                assert float(s.saez_elas[e]) == pytest.approx(want[1], rel=1e-9) and want[1] != 0.5  # fitted
                 np.testing.assert_allclose(s.saez_avg_rates[e].numpy(), want[2], rtol=1e-9, atol=1e-12)
+            assert (s.saez_income > 510.3).any() and (s.saez_income < 0).any()
         for _ in range(period - 2):
             act(env, [NOOP] * 4)
-        s.coin[:, :4] += torch.rand(n, 4, generator=gen, dtype=torch.float64) * 600 - 100  # this period's income
+        s.coin[:, :4] += torch.rand(n, 4, generator=gen, dtype=torch.float64) * (2 * SAEZ_INCOME) - 60
         s.coin.clamp_(min=0)
         z = (s.coin[:, :4] - s.last_coin[:, :4]).clone()
         rates = [[float(gtb.marginal_rate.py_func(s.tax_rate.numpy(), s.cutoffs.numpy(), e, float(x))) for x in z[e]]
@@ -169,12 +175,12 @@ def test_saez_env_fills_its_ring_then_sets_the_formulas_rates(aie_world):
         np.testing.assert_allclose(s.saez_income[:, slots].numpy(), z.numpy(), rtol=1e-12)
         np.testing.assert_allclose(s.saez_rate[:, slots].numpy(), rates, rtol=1e-12)
         assert (s.saez_count == min(ring_size, 4 * (day + 1))).all()
-    for r in seen[:2]:  # the ring was not full yet: uniform draws, fresh each period and env
+    for r in seen[:full_after]:  # the ring was not full yet: uniform draws, fresh each period and env
         assert ((r >= 0) & (r < 1)).all() and r.unique().numel() == n * BRACKETS
     assert (s.ep_count == 1).all() and (s.saez_count == ring_size).all()  # auto-reset: the ring stays
-    torch.testing.assert_close(s.saez_avg_rates, seen[2] * 0.01, rtol=1e-12, atol=0)
+    torch.testing.assert_close(s.saez_avg_rates, seen[full_after] * 0.01, rtol=1e-12, atol=0)
     torch.testing.assert_close(s.tax_rate, s.saez_avg_rates, rtol=0, atol=0)  # a reset's rates: the running mean
     act(env, [NOOP] * 4)  # and the new episode's first period has the formula's rates again
-    assert not torch.equal(s.tax_rate, seen[2]) and ((s.tax_rate >= 0) & (s.tax_rate <= 1)).all()
+    assert not torch.equal(s.tax_rate, seen[full_after]) and ((s.tax_rate >= 0) & (s.tax_rate <= 1)).all()
     env.reset(seed=3)  # reset(): the model learns afresh
     assert (s.saez_count == 0).all() and (s.tax_rate == 0).all() and (s.saez_elas == 0.5).all()

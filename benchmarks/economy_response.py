@@ -23,7 +23,8 @@ from pathlib import Path
 import torch
 
 RATES = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
-TAX_SETUP = ("disable_taxes", "tax_model", "tax_annealing_schedule", "fixed_bracket_rates")  # replaced
+TAX_SETUP = ("disable_taxes", "tax_model", "tax_annealing_schedule", "fixed_bracket_rates", "saez_fixed_elas",
+             "pareto_weight_type", "saez_buffer_size")  # replaced: the flat rates are set by the planner's action
 
 
 def flat_rate_figures(worker, env_kwargs: dict, rates=RATES, episodes: int = 64, seed: int = 12345,

@@ -165,8 +165,11 @@ def test_saez_env_fills_its_ring_then_sets_the_formulas_rates(aie_world):
             assert (s.saez_income > 510.3).any() and (s.saez_income < 0).any()
         for _ in range(period - 2):
             act(env, [NOOP] * 4)
-        s.coin[:, :4] += torch.rand(n, 4, generator=gen, dtype=torch.float64) * (2 * SAEZ_INCOME) - 60
-        s.coin.clamp_(min=0)
+        s.coin[:, :4] += torch.rand(n, 4, generator=gen, dtype=torch.float64) * (2 * SAEZ_INCOME)
+        if day == 0:
+            s.coin[:, 1] += 600.0  # past the top cutoff, 510.3
+        if day == 1:
+            s.coin[:, 0] = s.last_coin[:, 0] / 2  # a loss: an income below 0
         z = (s.coin[:, :4] - s.last_coin[:, :4]).clone()
         rates = [[float(gtb.marginal_rate.py_func(s.tax_rate.numpy(), s.cutoffs.numpy(), e, float(x))) for x in z[e]]
                  for e in range(n)]

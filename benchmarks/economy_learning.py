@@ -61,6 +61,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from benchmarks.economy_response import schedule_rates
+
 REGIMES = {
     "free_market": (dict(disable_taxes=True), "worker"),
     "us_federal": (dict(tax_model="us-federal-single-filer-2018-scaled"), "worker"),
@@ -116,17 +118,12 @@ that.
 
 
 def schedule_regime(text: str) -> tuple[str, tuple[float, ...]]:
-    """``NAME=R1,...,R7`` (``--schedule``): a regime of fixed marginal rates, from the lowest bracket."""
-    name, sep, rates = text.partition("=")
-    try:
-        values = tuple(float(x) for x in rates.split(","))
-    except ValueError:
-        values = ()
+    """``NAME=R1,...,R7`` or ``NAME=RATE`` (``--schedule``): a regime of fixed marginal rates, lowest bracket first."""
+    name, values = schedule_rates(text)
     taken = sorted({*BUILT_IN_REGIMES, PRETRAIN, "runs"})  # "runs" is a folder of the results
-    if not sep or not name.isidentifier() or name in taken or len(values) != 7 or not all(
-            0.0 <= r <= 1.0 for r in values):
-        raise argparse.ArgumentTypeError(f"takes NAME=R1,...,R7: a name of its own (not {taken}) and 7 rates in "
-                                         f"[0, 1], the lowest bracket's first; got {text!r}")
+    if not name.isidentifier() or name in taken:
+        raise argparse.ArgumentTypeError(f"takes NAME=R1,...,R7 with a name of its own, an identifier not in {taken}; "
+                                         f"got {text!r}")
     return name, values
 
 

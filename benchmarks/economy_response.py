@@ -27,6 +27,18 @@ TAX_SETUP = ("disable_taxes", "tax_model", "tax_annealing_schedule", "fixed_brac
              "pareto_weight_type", "saez_buffer_size")  # replaced: the flat rates are set by the planner's action
 
 
+def schedule_rates(text: str) -> tuple[str, tuple[float, ...]]:
+    """``NAME=RATE`` (every bracket alike) or ``NAME=R1,...,R7`` (the lowest bracket first): (name, 7 rates)."""
+    name, _, rates = text.rpartition("=")
+    try:
+        values = tuple(float(x) for x in rates.split(","))
+    except ValueError:
+        values = ()
+    if not name or len(values) not in (1, 7) or not all(0.0 <= x <= 1.0 for x in values):
+        raise argparse.ArgumentTypeError(f"a schedule is NAME=RATE or NAME=R1,...,R7, rates in [0, 1]; got {text}")
+    return name, values * 7 if len(values) == 1 else values
+
+
 def flat_rate_figures(worker, env_kwargs: dict, rates=RATES, episodes: int = 64, seed: int = 12345,
                       device=None) -> dict:
     """``{rate: figures}``: the ``worker`` policy's economy under each flat rate, the same episodes for each."""

@@ -25,7 +25,7 @@ import json
 import sys
 from pathlib import Path
 
-from benchmarks.economy_response import TAX_SETUP, named_checkpoints
+from benchmarks.economy_response import TAX_SETUP, named_checkpoints, schedule_rates
 
 
 def play(workers, planner, env_kwargs: dict, schedule=None, episodes: int = 64, seed: int = 12345,
@@ -99,24 +99,13 @@ def table(result: dict) -> str:
                                if rates else "")
 
 
-def _schedule(text: str) -> tuple[str, tuple[float, ...]]:
-    name, _, rates = text.rpartition("=")
-    try:
-        values = tuple(float(x) for x in rates.split(","))
-    except ValueError:
-        values = ()
-    if not name or len(values) not in (1, 7) or not all(0.0 <= x <= 1.0 for x in values):
-        raise argparse.ArgumentTypeError(f"a schedule is NAME=RATE or NAME=R1,...,R7, rates in [0, 1]; got {text}")
-    return name, values * 7 if len(values) == 1 else values
-
-
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="python -m benchmarks.economy_swap", description=__doc__.splitlines()[0])
     ap.add_argument("--workers", nargs="+", required=True, metavar="[NAME=]CHECKPOINT",
                     help="checkpoints whose workers play; NAME defaults to the checkpoint's folder (its regime)")
     ap.add_argument("--planners", nargs="*", default=[], metavar="[NAME=]CHECKPOINT",
                     help="checkpoints whose planner sets the rates (and, held fixed, its mean schedule)")
-    ap.add_argument("--schedules", nargs="*", type=_schedule, default=[], metavar="NAME=RATES",
+    ap.add_argument("--schedules", nargs="*", type=schedule_rates, default=[], metavar="NAME=RATES",
                     help="fixed schedules: one rate for every bracket, or seven from the lowest")
     ap.add_argument("--episodes", type=int, default=64)
     ap.add_argument("--seed", type=int, default=12345)

@@ -180,7 +180,8 @@ def test_regimes_spread_over_the_gpus_given_and_name_only_their_neighbours():
 
 
 def test_the_swap_check_plays_each_checkpoints_workers_under_each_setter(tmp_path):
-    from benchmarks.economy_swap import _schedule, swap, table
+    from benchmarks.economy_response import schedule_rates as _schedule
+    from benchmarks.economy_swap import swap, table
     from trainers.config import Args
     from trainers.ppo import make_env, make_policies
 

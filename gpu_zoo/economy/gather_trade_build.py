@@ -1110,9 +1110,10 @@ def tax(s, p, e):
             s.coin[e, a] -= paid
             collected += paid
             s.last_income[e, a] = income
-            s.last_marginal[e, a] = marginal_rate(s.tax_rate, s.cutoffs, e, income)
+            rate = marginal_rate(s.tax_rate, s.cutoffs, e, income)
+            s.last_marginal[e, a] = rate
             if p.tax_kind == 4:
-                saez_record(s, p, e, income, marginal_rate(s.tax_rate, s.cutoffs, e, income))
+                saez_record(s, p, e, income, rate)
         share = collected / np.float64(n)
         for a in range(n):
             s.coin[e, a] += share

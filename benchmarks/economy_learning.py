@@ -62,6 +62,7 @@ import numpy as np
 import torch
 
 from benchmarks.economy_response import schedule_rates
+from gpu_zoo.economy.gather_trade_build import EconomyParams, saez_fields
 
 REGIMES = {
     "free_market": (dict(disable_taxes=True), "worker"),
@@ -96,7 +97,8 @@ AI_ECONOMIST_PLANNER = {"learning_rate": 1e-4, "ent_coef": 2.0, "ent_coef_final"
 AI_ECONOMIST_WORKER = {"learning_rate": 3e-4, "ent_coef": 0.025, "gamma": 0.998, "gae_lambda": 0.98, "clip_coef": 0.3,
                        "vf_coef": 0.05, "vf_clip": 50.0, "max_grad_norm": 10.0, "update_epochs": 1,
                        "num_minibatches": 4, "norm_adv": False}
-SAEZ_STATE = ("saez_income", "saez_rate", "saez_count", "saez_next", "saez_elas", "saez_avg_rates")
+# What the Saez model learns across episodes: its fields but the per-period scratch
+SAEZ_STATE = tuple(f.name for f in saez_fields(EconomyParams(tax_model="saez")) if f.name != "saez_bins")
 PRETRAIN = "pretrain"  # phase 1 of --two-phase: the workers alone, without taxes or (--pretrain-taxes) others'
 # Phase 1's taxes: none, as the AI Economist; or rates drawn afresh per bracket and period, so the workers see
 # them change and can learn to respond to them before a planner sets them.
@@ -203,8 +205,8 @@ def final_economy(env, policies, seed: int, flat_rate: float | None = None,
     Also ``tax_rates``, each env's marginal rate per bracket averaged over the episode's steps:
     what the planner chose, which the welfare figures alone do not tell. With ``flat_rate`` (a
     multiple of 5%) the planner's action sets that rate on every bracket instead of the policy's.
-    ``tax_state`` (`saez_state`) is copied in after the reset, as an auto-reset keeps it: the Saez
-    model's rates come from the incomes of the env's past tax days, which a fresh env has not seen.
+    ``tax_state`` (`saez_state`) is copied in and kept by the reset, as an auto-reset keeps it: the
+    Saez model's rates come from the incomes of the env's past tax days, which a fresh env has not seen.
     """
     from trainers.ppo import policy_actions
 

@@ -407,6 +407,13 @@ def phase1_taxes(env_kwargs: dict, short: bool = False) -> str:
     return "no taxes" if short else "without taxes"
 
 
+def phase1_setup(env_kwargs: dict, phase2_kwargs: dict) -> str:
+    """Phase 1's taxes in words, then its env arguments that phase 2 does not share (the page says those)."""
+    taxes = {*PRETRAIN_TAXES["random"], *PRETRAIN_TAXES["none"]}
+    own = [f", `{k}={v!r}`" for k, v in env_kwargs.items() if k not in taxes and phase2_kwargs.get(k) != v]
+    return phase1_taxes(env_kwargs) + "".join(own)
+
+
 def setup_note(rec: dict, main: dict) -> str:
     """What sets a run apart from the main table's: its start, env arguments, envs, and resume points."""
     words = []
@@ -434,26 +441,34 @@ def response_section(out: Path) -> str:
 
     ``response.json`` holds the figures of checkpoints measured apart: under the key ``pretrain``
     this page's phase-1 workers, under a folder name of ``OUT/runs`` that earlier run's workers.
+    Runs that measured their own workers as they ended (``response`` in their ``result.json``) add
+    theirs: the table's under the regime's name, earlier ones under their folder's.
     """
     from benchmarks.economy_response import table
+
+    def own_response(folder: Path) -> dict | None:
+        record = folder / "result.json"
+        rec = json.loads(record.read_text()) if record.exists() else {}
+        if "response" not in rec:
+            return None
+        return {"env_steps": rec["env_steps"], "episodes": min(64, rec["eval_episodes"]), "rates": rec["response"]}
 
     path = out / "response.json"
     measured = json.loads(path.read_text()) if path.exists() else {}
     results = {PRETRAIN: measured.pop(PRETRAIN)} if PRETRAIN in measured else {}
-    for regime in REGIMES:  # the main table's own runs, measured as they ended
-        record = out / regime / "result.json"
-        rec = json.loads(record.read_text()) if record.exists() else {}
-        if "response" in rec:
-            results[regime] = {"env_steps": rec["env_steps"], "episodes": min(64, rec["eval_episodes"]),
-                               "rates": rec["response"]}
+    results.update({regime: r for regime in REGIMES if (r := own_response(out / regime))})
     results.update(measured)
+    results.update({d.name: r for d in sorted((out / "runs").glob("*"))
+                    if d.name not in measured and (r := own_response(d))})
     if not results:
         return ""
     episodes = next(iter(results.values()))["episodes"]
     return ("\n\n## Do the workers respond to the rates they see?\n\n"
             "Productivity (social welfare) of each run's workers under flat rates, every bracket alike from "
-            f"the first step, on the same {episodes} episodes (`python -m benchmarks.economy_response`). "
-            "The first rows are this page's runs, phase 1 and the table's; rows named by a folder of "
+            f"the first step, on the same {episodes} episodes, each run under its own env arguments "
+            "(`python -m benchmarks.economy_response`). "
+            "The first rows are this page's runs (its phase 1 where measured, then the table's); rows named by a "
+            "folder of "
             "`benchmarks/results/economy_learning/runs` are earlier ones:\n\n"
             + table(results) + "\n\nWorkers that respond produce less at high rates. Workers that produce "
             "the same at every rate leave a planner nothing to learn but that taxes move coin: its best reply within "
@@ -475,7 +490,8 @@ def swap_section(out: Path) -> str:
         return ""
     result = json.loads(path.read_text())
     return ("\n\n## Whose is the planner's loss, its rates' or its workers'?\n\n"
-            "The table's workers under each tax setter, on the same "
+            "Sets of workers, each named by its run (a regime of the table or a folder of "
+            "`benchmarks/results/economy_learning/runs`), under each tax setter, on the same "
             f"{result['episodes']} episodes (`python -m benchmarks.economy_swap`): a trained planner's policy, "
             "its average schedule held fixed, and fixed schedules. Social welfare (the workers' mean utility at "
             "the end of the episode, their own objective):\n\n" + table(result) + "\n\nA column compares one "
@@ -556,7 +572,7 @@ def report(out: Path, docs: Path = DOCS):
     on_gpu = first.get("device_name", "CPU") != "CPU"
     where = f"on {len(gpus)} GPUs" if on_gpu and len(gpus) > 1 else f"on one {'GPU' if on_gpu else 'CPU'}"
     if init:
-        intro = (f"Phase 1: the workers trained {phase1_taxes(init['env_kwargs'])} for "
+        intro = (f"Phase 1: the workers trained {phase1_setup(init['env_kwargs'], first['env_kwargs'])} for "
                  f"{init['env_steps'] / 1e6:.1f}M env-steps "
                  f"({init['seconds'] / 60:.1f} min). Phase 2: every regime started from those workers and "
                  f"trained on for its own budget {where}: ")

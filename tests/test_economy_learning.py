@@ -167,6 +167,18 @@ def test_phase_1_trains_without_taxes_or_under_random_rates():
     EconomyParams(**args.env_kwargs)  # the env takes them
 
 
+def test_phase_1_is_told_by_its_taxes_and_the_env_arguments_phase_2_does_not_share():
+    from benchmarks.economy_learning import phase1_setup
+
+    shared = {"observe_period_income": True, "fixed_four_skill_and_loc": True}
+    phase1 = {**shared, "energy_warmup_constant": 10000, "energy_warmup_method": "auto", "disable_taxes": True}
+    assert phase1_setup(phase1, shared) == ("without taxes, `energy_warmup_constant=10000`, "
+                                            "`energy_warmup_method='auto'`")
+    random = {**shared, "tax_model": "random-bracket-rates"}
+    assert phase1_setup(random, {**shared, "observe_period_income": False}) == (
+        "under random rates, every bracket's drawn afresh each period, `observe_period_income=True`")
+
+
 def test_regimes_spread_over_the_gpus_given_and_name_only_their_neighbours():
     from benchmarks.economy_learning import gpu_plan, sharing
 
@@ -221,6 +233,36 @@ def test_the_page_shows_the_swap_check_when_it_was_run(tmp_path):
         "figures": {"flat_40": {"free_market": figs}}}))
     text = swap_section(tmp_path)
     assert "same 2 episodes" in text and "| free market | 200 (40.2) |" in text and "flat 40 40/40/40" in text
+
+
+def test_the_page_shows_every_runs_response_once_the_tables_first(tmp_path):
+    from benchmarks.economy_learning import response_section
+
+    assert response_section(tmp_path) == ""
+
+    def measured(productivity):
+        figs = {rate: {k: {"mean": m, "std": 0.0, "n": 2} for k, m in
+                       (("productivity", productivity * (1 - rate)), ("equality", 0.5),
+                        ("welfare", productivity * (1 - rate) / 2))} for rate in (0.0, 1.0)}
+        return {str(rate): v for rate, v in figs.items()}
+
+    def record(folder, productivity):
+        (tmp_path / folder).mkdir(parents=True)
+        (tmp_path / folder / "result.json").write_text(json.dumps(
+            {"env_steps": 5e6, "eval_episodes": 256, "response": measured(productivity)}))
+
+    record("free_market", 400.0)
+    record("runs/saez", 300.0)
+    record("runs/front", 200.0)  # also measured apart: that figure is the one shown
+    (tmp_path / "runs/old").mkdir(parents=True)  # a run without a response of its own
+    (tmp_path / "runs/old/result.json").write_text(json.dumps({"env_steps": 1e6, "eval_episodes": 8}))
+    (tmp_path / "response.json").write_text(json.dumps({
+        "pretrain": {"env_steps": 2e6, "episodes": 64, "rates": measured(100.0)},
+        "front": {"env_steps": 4e6, "episodes": 64, "rates": measured(250.0)}}))
+    rows = [line for line in response_section(tmp_path).splitlines() if line.startswith("| ")][2:]
+    assert [row.split(" | ")[0] for row in rows] == ["| pretrain", "| free market", "| front", "| saez"]
+    assert rows[2].startswith("| front | 4M | 250 (125) | 0 (0) |")
+    assert "same 64 episodes" in response_section(tmp_path)
 
 
 def test_worker_settings_replace_the_presets_where_the_planner_has_none_of_its_own(capsys):

@@ -369,12 +369,15 @@ SETTING_NAMES = {"learning_rate": "learning rate", "ent_coef": "entropy weight",
                  "ent_coef_final": "entropy weight at the end",
                  "ent_anneal_env_steps": "entropy annealed over env-steps", "update_epochs": "epochs",
                  "num_minibatches": "minibatches"}
+# Switches, in words when on and when off
+SWITCH_NAMES = {"norm_adv": ("advantages normalised", "advantages not normalised"),
+                "stagger_starts": ("every env's first episode started at a random step", "episodes started together")}
 
 
 def settings_words(settings: dict) -> list[str]:
     """PPO settings in words, in their order."""
-    return [("advantages normalised" if v else "advantages not normalised") if k == "norm_adv"
-            else f"{SETTING_NAMES.get(k, k)} {v:g}" for k, v in settings.items()]
+    return [SWITCH_NAMES[k][0 if v else 1] if k in SWITCH_NAMES else f"{SETTING_NAMES.get(k, k)} {v:g}"
+            for k, v in settings.items()]
 
 
 def worker_note(rec: dict) -> str:
@@ -674,7 +677,9 @@ def main(argv=None):
                          f"Economist's {json.dumps(AI_ECONOMIST_PLANNER)}")
     ap.add_argument("--worker-settings", type=json.loads, default={}, metavar="JSON",
                     help="the workers' PPO settings in place of the preset's (Args fields; the planner's too unless "
-                         f"--planner-settings), e.g. the AI Economist's {json.dumps(AI_ECONOMIST_WORKER)}")
+                         f"--planner-settings), e.g. the AI Economist's {json.dumps(AI_ECONOMIST_WORKER)}; "
+                         '{"stagger_starts": true} starts every env\'s first episode at a random step, for the '
+                         "whole run")
     ap.add_argument("--env-kw", type=json.loads, default={}, metavar="JSON",
                     help='env arguments of every regime and phase, e.g. the AI Economist\'s training configuration '
                          '{"fixed_four_skill_and_loc": true}')

@@ -67,9 +67,34 @@ def test_a_reset_can_start_the_episode_counts(env):
     env.reset(seed=7)
     assert env.state.ep_count.tolist() == [0, 0, 0, 0]
     for bad, match in ((torch.tensor([1, 2]), r"shape \(4,\)"), (torch.ones(4), "integers"),
-                       (torch.tensor([0, -1, 0, 0]), "negative")):
+                       (torch.tensor([0, -1, 0, 0]), ">= 0")):
         with pytest.raises(ValueError, match=match):
             env.reset(seed=7, episode_counts=bad)
+
+
+def test_a_reset_can_start_each_envs_first_episode_later(env):
+    cycles, starts = TAG_SMALL["max_cycles"], [0, 1, 3, TAG_SMALL["max_cycles"] - 1]
+    obs = env.reset(seed=7, start_steps=torch.tensor(starts))
+    time_idx = env.layout.groups["tagger"].obs_offsets["time"][0]
+    # The first observation already sees the step each env starts at.
+    assert torch.allclose(obs["tagger"][:, 0, time_idx], torch.tensor(starts) / cycles)
+    gen = torch.Generator().manual_seed(0)
+    ended = []
+    for _ in range(2 * cycles):
+        info = env.step(env.sample_actions(gen))[4]
+        ended.append(info["done"].clone())
+    ended = torch.stack(ended)  # (steps, envs)
+    for e, start in enumerate(starts):
+        steps = ended[:, e].nonzero().flatten().tolist()
+        # The first episode is cut short by its start; the next runs in full.
+        assert steps[:2] == [cycles - start - 1, 2 * cycles - start - 1], (e, steps)
+    env.reset(seed=7)
+    assert env.state.t.tolist() == [0, 0, 0, 0]
+    for bad, match in ((torch.tensor([0, 1]), r"shape \(4,\)"), (torch.zeros(4), "integers"),
+                       (torch.tensor([0, 0, cycles, 0]), rf"in \[0, {cycles}\)"),
+                       (torch.tensor([-1, 0, 0, 0]), rf"in \[0, {cycles}\)")):
+        with pytest.raises(ValueError, match=match):
+            env.reset(seed=7, start_steps=bad)
 
 
 def test_trajectories_replay_exactly(env):

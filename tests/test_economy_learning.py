@@ -277,6 +277,10 @@ def test_worker_settings_replace_the_presets_where_the_planner_has_none_of_its_o
     assert worker_note({"worker_settings": {"clip_coef": 0.3, "norm_adv": False}}) == \
         "clip range 0.3, advantages not normalised"
     assert worker_note({}) == ""  # records from before the option
+    staggered = ppo_args("free_market", 1000, Path("/tmp/unused"), 4, "cpu", worker_settings={"stagger_starts": True})
+    assert staggered.stagger_starts and not ppo_args("free_market", 1000, Path("/tmp/unused"), 4, "cpu").stagger_starts
+    assert worker_note({"worker_settings": {"stagger_starts": True}}) == \
+        "every env's first episode started at a random step"
     with pytest.raises(SystemExit):
         main(["--worker-settings", '{"clip": 0.3}', "--env-steps", "1000", "--out", "/tmp/unused"])
     assert "unknown settings ['clip']" in capsys.readouterr().err

@@ -1,5 +1,7 @@
 """PPO's pure parts against hand-computed values, and the trainer end to end on a tiny budget."""
 
+import dataclasses
+
 import pytest
 import torch
 
@@ -207,6 +209,26 @@ def test_a_checkpoint_without_env_state_resumes_with_fresh_episodes(tmp_path):
     assert not torch.equal(*starts), "episodes restart unlike the run's first"
     second.rollout()  # and the run goes on
     second.update()
+
+
+def test_staggered_starts_spread_the_first_episodes_and_replay_from_the_seed(tmp_path):
+    cycles = GRID_SMALL["max_cycles"]
+    args = tiny_args(tmp_path, num_envs=64, stagger_starts=True, total_env_steps=512)
+    first = Trainer(args)
+    starts = first.env.state.t.clone()
+    assert int(starts.min()) >= 0 and int(starts.max()) < cycles and len(set(starts.tolist())) > 1
+    assert torch.equal(Trainer(args).env.state.t, starts), "the starts are drawn from the run's seed"
+    assert not torch.equal(Trainer(dataclasses.replace(args, seed=1)).env.state.t, starts)
+    assert not Trainer(tiny_args(tmp_path, num_envs=64)).env.state.t.any(), "off by default"
+    first.rollout()  # within one rollout the envs end their episodes at different steps
+    ended = first.buf["tagger"]["ended"][..., 0]  # (steps, envs)
+    assert len({tuple(col.nonzero().flatten().tolist()) for col in ended.T}) > 1
+    first.update()
+    first.iteration += 1
+    first.save(tmp_path / "slim.pt", env_state=False)
+    second = Trainer(args)
+    second.load(tmp_path / "slim.pt")  # fresh episodes after a resume are staggered too
+    assert len(set(second.env.state.t.tolist())) > 1
 
 
 @pytest.mark.parametrize("settings, match", [

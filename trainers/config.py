@@ -70,6 +70,10 @@ class Args:
     command line)"""
     seed: int = 0
     """seed of the env, the networks and the sampling"""
+    stagger_starts: bool = False
+    """start each env's first episode (and the first after a resume without env state) at a random step, so
+    envs that reset together end apart: a rollout shorter than an episode then holds every part of one, not the
+    same part from every env (the first episodes are shorter, and so are their returns)"""
     train_groups: str = ""
     """comma-separated groups to train (default: all); the others act uniformly at random"""
     init_from: str = ""

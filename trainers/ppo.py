@@ -156,7 +156,7 @@ class Trainer:
         self.base_lrs = [pg["lr"] for pg in self.opt.param_groups]
         self.iteration = 0
         self.seconds = 0.0  # training wall time, carried over by resumes
-        self.env.reset(seed=args.seed + rank)
+        self._reset_env(args.seed + rank)
         self.masked = tuple(g for g in self.policies if g in action_masks(self.env))
         self.buf = {g: self._storage(g) for g in self.policies}
         self._t = torch.zeros(1, dtype=torch.long, device=self.device)  # the rollout step being written
@@ -166,6 +166,14 @@ class Trainer:
         self.episode_acc = torch.zeros(2 + len(self.env.groups), device=self.device, dtype=torch.float64)
         self.loss_acc = torch.zeros(len(self.policies), len(LOSS_STATS), device=self.device)
         self.updates_since_log = [0] * len(self.policies)  # minibatches per group, counted on the host
+
+    def _reset_env(self, seed: int, episode_counts: torch.Tensor | None = None):
+        """Fresh episodes from ``seed``; with ``stagger_starts`` each env's first starts at a step drawn from it."""
+        starts = None
+        if self.args.stagger_starts:
+            gen = torch.Generator().manual_seed(seed)
+            starts = torch.randint(0, self.env.params.max_cycles, (self.env.num_envs,), generator=gen)
+        self.env.reset(seed=seed, episode_counts=episode_counts, start_steps=starts)
 
     def _storage(self, g: str) -> dict[str, torch.Tensor]:
         T, E, n = self.args.num_steps, self.args.num_envs, self.env.group_size(g)
@@ -360,8 +368,7 @@ class Trainer:
             # The env's observations live in its state buffer, so this restores them too.
             self.env.buffers.storage.copy_(state["env_state"])
         else:  # fresh episodes, seeded apart from every earlier start of this run
-            self.env.reset(seed=self.args.seed + self.rank + RESTART_SEED * self.iteration,
-                           episode_counts=state["episode_counts"])
+            self._reset_env(self.args.seed + self.rank + RESTART_SEED * self.iteration, state["episode_counts"])
         self.episode_acc.copy_(state["episode_acc"])
         self.loss_acc.copy_(state["loss_acc"])
         self.updates_since_log = list(state["updates_since_log"])

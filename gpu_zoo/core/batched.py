@@ -139,22 +139,22 @@ class BatchedEnv:
                                    torch.as_tensor(sp.high, device=self.device))
 
     # -------------------------------------------------------------------- API
-    def reset(self, seed: int | None = None, episode_counts: torch.Tensor | None = None) -> dict[str, torch.Tensor]:
+    def reset(self, seed: int | None = None, episode_counts: torch.Tensor | None = None,
+              start_steps: torch.Tensor | None = None) -> dict[str, torch.Tensor]:
         """Resets every environment. With a seed, env ``e`` of episode ``k`` always starts alike.
 
         ``episode_counts`` (one integer per env) starts the finished-episode counts there instead
         of at zero, before the envs start: a run resumed without its env state keeps what counts
-        episodes (the economy's tax annealing) where it was. Returns the observations, one
+        episodes (the economy's tax annealing) where it was. ``start_steps`` (one integer per env,
+        in ``[0, max_cycles)``) starts each env's first episode as if that many steps were taken:
+        it is truncated that much sooner, so envs reset together end their episodes apart, and
+        a trainer's rollout then holds every part of an episode instead of the same part from
+        every env. Later episodes run in full. Returns the observations, one
         ``(num_envs, group_size, obs_size)`` tensor per group.
         """
         f = self.state
-        if episode_counts is not None:
-            counts = torch.as_tensor(episode_counts)
-            if counts.shape != (self.num_envs,) or counts.is_floating_point() or counts.dtype == torch.bool:
-                raise ValueError(f"episode_counts must be integers of shape ({self.num_envs},), got "
-                                 f"{counts.dtype} of shape {tuple(counts.shape)}")
-            if bool((counts < 0).any()):
-                raise ValueError("episode_counts must not be negative")
+        counts = self._per_env_ints("episode_counts", episode_counts, 0, None)
+        starts = self._per_env_ints("start_steps", start_steps, 0, self.params.max_cycles)
         if seed is None and not self._seeded:
             seed = secrets.randbits(62)
         if seed is not None:
@@ -166,13 +166,30 @@ class BatchedEnv:
             f.episode.add_(1)
         for name in ("ep_count", "last_len", "last_ret", "rew", "ep_ret"):
             getattr(f, name).zero_()
-        if episode_counts is not None:
+        if counts is not None:
             f.ep_count.copy_(counts.to(f.ep_count.device, f.ep_count.dtype))
+        if starts is None:
+            f.t.zero_()
+        else:
+            f.t.copy_(starts.to(f.t.device, f.t.dtype))
         for d in (self.final_obs, self.obs):
             for t in d.values():
                 t.zero_()
         self._launcher.reset()
         return self.obs
+
+    def _per_env_ints(self, name: str, values, low: int, high: int | None) -> torch.Tensor | None:
+        """``values`` checked as one integer per env in ``[low, high)`` (no upper bound when ``high`` is None)."""
+        if values is None:
+            return None
+        x = torch.as_tensor(values)
+        if x.shape != (self.num_envs,) or x.is_floating_point() or x.is_complex() or x.dtype == torch.bool:
+            raise ValueError(f"{name} must be integers of shape ({self.num_envs},), got {x.dtype} of shape "
+                             f"{tuple(x.shape)}")
+        if bool((x < low).any()) or (high is not None and bool((x >= high).any())):
+            bounds = f"in [{low}, {high})" if high is not None else f">= {low}"
+            raise ValueError(f"{name} must be {bounds}, got values from {int(x.min())} to {int(x.max())}")
+        return x
 
     def step(self, actions: Mapping[str, torch.Tensor] | None = None):
         """Steps every environment once.

@@ -76,8 +76,11 @@ def restart_agent(s, p, e, a):
 
 @kernel_fn
 def reset_env(s, p, e):
-    """An explicit reset: nothing of the previous step remains visible."""
-    s.t[e] = 0
+    """An explicit reset: nothing of the previous step remains visible.
+
+    The step count is the host's to set before the launch (`BatchedEnv.reset`): 0, or where each
+    env's first episode starts, which the env's reset phases and first observation then see.
+    """
     s.over[e] = 0
     s.done[e] = 0
 

@@ -29,7 +29,9 @@ per env and episode instead: each tile is water, a wood source or a stone source
    another's house, another worker or off the map fails (no labor); a move costs ``move_labor``.
    Then every worker on a tile holding a unit collects it: one unit, or two with its gather
    bonus probability, for ``collect_labor``.
-4. **Tax** (``tax_period`` steps per period): on the first step of a period the planner's action
+4. **Tax** (``tax_period`` steps per period, counted from the episode's step 0, so an episode
+   started late by ``reset(start_steps=...)`` begins inside a period and still ends on a tax
+   day): on the first step of a period the planner's action
    sets the marginal rate of each of the 7 brackets (US-federal 2018 cutoffs divided by
    ``usd_scaling``). Other ``tax_model`` values: the US-federal 2018 rates,
    ``"fixed-bracket-rates"``, the 7 rates given as ``fixed_bracket_rates`` (each in [0, 1]), or
@@ -909,7 +911,9 @@ def reset_env(s, p, e):
             s.tax_rate[e, b] = min(s.saez_avg_rates[e, b], limit)
         else:
             s.tax_rate[e, b] = _F64_ZERO
-    s.tax_pos[e] = 1
+    # Periods run on the episode's clock: an episode started late (BatchedEnv.reset's start_steps)
+    # is in the period its step count says, and still ends on a tax day.
+    s.tax_pos[e] = s.t[e] % p.tax_period + 1
     s.tax_collected[e] = 0
     s.lump_sum[e] = 0
     if s.ep_count[e] == 0:  # reset(): the auto warm-up starts over, as the episode count does

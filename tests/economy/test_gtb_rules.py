@@ -15,6 +15,7 @@ from tests.economy.helpers import (
     BID_WOOD,
     BUILD,
     DOWN,
+    ECON_SMALL,
     LEFT,
     NOOP,
     RIGHT,
@@ -302,6 +303,22 @@ def test_the_period_income_and_its_tax_are_observed_when_asked():
     assert float(s.tax_collected[0]) == pytest.approx(float(taxes.sum()))
     n = env.single_observation_space("worker").shape[0] - econ_env().single_observation_space("worker").shape[0]
     assert n == 2
+
+
+def test_an_episode_started_late_is_in_the_period_its_step_says_and_ends_on_a_tax_day():
+    env = econ_env(num_envs=4)
+    period, cycles = ECON_SMALL["tax_period"], ECON_SMALL["max_cycles"]
+    env.reset(seed=0, start_steps=torch.tensor([0, 3, period, cycles - 1]))
+    s = env.state
+    assert s.tax_pos.tolist() == [1, 4, 1, period]
+    ends = torch.zeros(4, dtype=torch.int64)
+    for _ in range(cycles + 1):  # the last env's second episode ends on the last of these
+        before = s.tax_pos.clone()
+        done = act(env, [NOOP] * 4)[4]["done"]
+        assert bool((before[done] == period).all()), "every episode's last step is a tax day"
+        assert torch.equal(s.tax_pos - 1, s.t % period)  # after an auto-reset too
+        ends += done
+    assert ends.tolist() == [1, 1, 1, 2]
 
 
 def test_random_bracket_rates_are_drawn_per_bracket_and_period_and_replay():

@@ -227,8 +227,8 @@ def test_staggered_starts_spread_the_first_episodes_and_replay_from_the_seed(tmp
     first.iteration += 1
     first.save(tmp_path / "slim.pt", env_state=False)
     second = Trainer(args)
-    second.load(tmp_path / "slim.pt")  # fresh episodes after a resume are staggered too
-    assert len(set(second.env.state.t.tolist())) > 1
+    second.load(tmp_path / "slim.pt")  # fresh episodes after a resume are staggered too, drawn afresh
+    assert len(set(second.env.state.t.tolist())) > 1 and not torch.equal(second.env.state.t, starts)
 
 
 @pytest.mark.parametrize("settings, match", [

@@ -141,15 +141,16 @@ class BatchedEnv:
     # -------------------------------------------------------------------- API
     def reset(self, seed: int | None = None, episode_counts: torch.Tensor | None = None,
               start_steps: torch.Tensor | None = None) -> dict[str, torch.Tensor]:
-        """Resets every environment. With a seed, env ``e`` of episode ``k`` always starts alike.
+        """Resets every environment. With a seed and the same start steps, env ``e`` of episode ``k`` starts alike.
 
         ``episode_counts`` (one integer per env) starts the finished-episode counts there instead
         of at zero, before the envs start: a run resumed without its env state keeps what counts
         episodes (the economy's tax annealing) where it was. ``start_steps`` (one integer per env,
         in ``[0, max_cycles)``) starts each env's first episode as if that many steps were taken:
-        it is truncated that much sooner, so envs reset together end their episodes apart, and
-        a trainer's rollout then holds every part of an episode instead of the same part from
-        every env. Later episodes run in full. Returns the observations, one
+        it is truncated that much sooner (its recorded length counts the steps it started at), so
+        envs reset together end their episodes apart, and a trainer's rollout then holds every
+        part of an episode instead of the same part from every env. Later episodes run in full.
+        Returns the observations, one
         ``(num_envs, group_size, obs_size)`` tensor per group.
         """
         f = self.state

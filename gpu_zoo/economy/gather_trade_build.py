@@ -30,8 +30,9 @@ per env and episode instead: each tile is water, a wood source or a stone source
    Then every worker on a tile holding a unit collects it: one unit, or two with its gather
    bonus probability, for ``collect_labor``.
 4. **Tax** (``tax_period`` steps per period, counted from the episode's step 0, so an episode
-   started late by ``reset(start_steps=...)`` begins inside a period and still ends on a tax
-   day): on the first step of a period the planner's action
+   started late by ``reset(start_steps=...)`` begins inside a period, taxed as the others but kept
+   out of the Saez model's samples, and still ends on a tax day): on the first step of a period the
+   planner's action
    sets the marginal rate of each of the 7 brackets (US-federal 2018 cutoffs divided by
    ``usd_scaling``). Other ``tax_model`` values: the US-federal 2018 rates,
    ``"fixed-bracket-rates"``, the 7 rates given as ``fixed_bracket_rates`` (each in [0, 1]), or
@@ -434,6 +435,7 @@ def fields(p: EconomyParams) -> tuple[Field, ...]:
         Field("tax_idx", "i32", (BRACKETS,), "index of each bracket's rate among 0%, 5%, ..., 100%"),
         Field("tax_rate", "f64", (BRACKETS,), "current marginal rates"),
         Field("tax_pos", "i32", (), "position in the tax period, 1 on its first step"),
+        Field("partial_period", "u8", (), "1 while the period began before the episode (a late start)"),
         Field("warmup_steps", "i32", (), "energy_warmup_method='auto': steps whose mean worker reward was positive"),
         Field("tax_collected", "f64", (), "tax collected on the last tax day"),
         Field("lump_sum", "f64", (), "each worker's share of it"),
@@ -914,6 +916,7 @@ def reset_env(s, p, e):
     # Periods run on the episode's clock: an episode started late (BatchedEnv.reset's start_steps)
     # is in the period its step count says, and still ends on a tax day.
     s.tax_pos[e] = s.t[e] % p.tax_period + 1
+    s.partial_period[e] = 1 if s.tax_pos[e] != 1 else 0
     s.tax_collected[e] = 0
     s.lump_sum[e] = 0
     if s.ep_count[e] == 0:  # reset(): the auto warm-up starts over, as the episode count does
@@ -1116,7 +1119,7 @@ def tax(s, p, e):
             s.last_income[e, a] = income
             rate = marginal_rate(s.tax_rate, s.cutoffs, e, income)
             s.last_marginal[e, a] = rate
-            if p.tax_kind == 4:
+            if p.tax_kind == 4 and not s.partial_period[e]:  # a short period's income would bias the fit
                 saez_record(s, p, e, income, rate)
         share = collected / np.float64(n)
         for a in range(n):
@@ -1124,6 +1127,7 @@ def tax(s, p, e):
             s.last_coin[e, a] = total_coin(s.coin, s.coin_escrow, e, a)
         s.tax_collected[e] = collected
         s.lump_sum[e] = share
+        s.partial_period[e] = 0
         pos = 0
     s.tax_pos[e] = pos + 1
 

@@ -314,10 +314,10 @@ def test_an_episode_started_late_is_in_the_period_its_step_says_and_ends_on_a_ta
     ends = torch.zeros(4, dtype=torch.int64)
     for _ in range(cycles + 1):  # the last env's second episode ends on the last of these
         before = s.tax_pos.clone()
-        done = act(env, [NOOP] * 4)[4]["done"]
+        done = act(env, [NOOP] * 4)[4]["done"].bool()
         assert bool((before[done] == period).all()), "every episode's last step is a tax day"
         assert torch.equal(s.tax_pos - 1, s.t % period)  # after an auto-reset too
-        ends += done
+        ends += done.long()
     assert ends.tolist() == [1, 1, 1, 2]
 
 

@@ -187,3 +187,20 @@ def test_saez_env_fills_its_ring_then_sets_the_formulas_rates(aie_world):
     assert not torch.equal(s.tax_rate, seen[full_after]) and ((s.tax_rate >= 0) & (s.tax_rate <= 1)).all()
     env.reset(seed=3)  # reset(): the model learns afresh
     assert (s.saez_count == 0).all() and (s.tax_rate == 0).all() and (s.saez_elas == 0.5).all()
+
+
+def test_a_period_cut_short_by_a_late_start_is_taxed_but_not_sampled():
+    env = gpu_zoo.make("gather_trade_build_v0", num_envs=2, device="cpu", **ECON_SAEZ)  # the parity test's kernels
+    assert ECON_SAEZ["tax_period"] == 2
+    env.reset(seed=3, start_steps=torch.tensor([1, 0]))  # env 0 starts on its period's last step
+    s = env.state
+    assert s.partial_period.tolist() == [1, 0]
+    counts = []
+    for _ in range(3):
+        s.coin[:, :4] += 50.0  # an income in every period, short or not
+        act(env, [NOOP] * 4)
+        counts.append(s.saez_count.tolist())
+    assert s.partial_period.tolist() == [0, 0]
+    # env 0: its short period's tax day (step 1) records nothing, its first full one (step 3) records the
+    # four workers; env 1: full periods only, the first ending on step 2
+    assert counts == [[0, 0], [0, 4], [4, 4]]

@@ -79,15 +79,18 @@ def test_a_reset_can_start_each_envs_first_episode_later(env):
     # The first observation already sees the step each env starts at.
     assert torch.allclose(obs["tagger"][:, 0, time_idx], torch.tensor(starts) / cycles)
     gen = torch.Generator().manual_seed(0)
-    ended = []
+    ended, lengths = [], []
     for _ in range(2 * cycles):
         info = env.step(env.sample_actions(gen))[4]
         ended.append(info["done"].clone())
-    ended = torch.stack(ended)  # (steps, envs)
+        lengths.append(env.state.last_len.clone())
+    ended, lengths = torch.stack(ended), torch.stack(lengths)  # (steps, envs)
     for e, start in enumerate(starts):
         steps = ended[:, e].nonzero().flatten().tolist()
-        # The first episode is cut short by its start; the next runs in full.
+        # The first episode is cut short by its start; the next runs in full. Each records the steps it ran.
         assert steps[:2] == [cycles - start - 1, 2 * cycles - start - 1], (e, steps)
+        assert lengths[steps[:2], e].tolist() == [cycles - start, cycles], (e, lengths[:, e])
+    assert env.state.start_t.tolist() == [0, 0, 0, 0]  # the auto-reset's episodes start at step 0
     env.reset(seed=7)
     assert env.state.t.tolist() == [0, 0, 0, 0]
     for bad, match in ((torch.tensor([0, 1]), r"shape \(4,\)"), (torch.zeros(4), "integers"),

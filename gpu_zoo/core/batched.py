@@ -147,7 +147,7 @@ class BatchedEnv:
         of at zero, before the envs start: a run resumed without its env state keeps what counts
         episodes (the economy's tax annealing) where it was. ``start_steps`` (one integer per env,
         in ``[0, max_cycles)``) starts each env's first episode as if that many steps were taken:
-        it is truncated that much sooner (its recorded length counts the steps it started at), so
+        it is truncated that much sooner (its recorded length is the steps it ran), so
         envs reset together end their episodes apart, and a trainer's rollout then holds every
         part of an episode instead of the same part from every env. Later episodes run in full.
         Returns the observations, one
@@ -173,6 +173,7 @@ class BatchedEnv:
             f.t.zero_()
         else:
             f.t.copy_(starts.to(f.t.device, f.t.dtype))
+        f.start_t.copy_(f.t)
         for d in (self.final_obs, self.obs):
             for t in d.values():
                 t.zero_()

@@ -56,7 +56,7 @@ def save_return(s, p, e, a):
 
 @kernel_fn
 def finish_env(s, p, e):
-    s.last_len[e] = s.t[e]
+    s.last_len[e] = s.t[e] - s.start_t[e]
     s.ep_count[e] += 1
 
 
@@ -65,6 +65,7 @@ def restart_env(s, p, e):
     """Starts the next episode of an env that just finished (auto-reset)."""
     s.episode[e] += 1
     s.t[e] = 0
+    s.start_t[e] = 0
     s.over[e] = 0
 
 
@@ -78,8 +79,9 @@ def restart_agent(s, p, e, a):
 def reset_env(s, p, e):
     """An explicit reset: nothing of the previous step remains visible.
 
-    The step count is the host's to set before the launch (`BatchedEnv.reset`): 0, or where each
-    env's first episode starts, which the env's reset phases and first observation then see.
+    The step count and the step the episode starts at are the host's to set before the launch
+    (`BatchedEnv.reset`): 0, or where each env's first episode starts, which the env's reset phases
+    and first observation then see.
     """
     s.over[e] = 0
     s.done[e] = 0

@@ -25,6 +25,7 @@ CORE_DOCS = {
     "seed": "the two 31-bit halves of the env's seed",
     "episode": "episodes started in this env since reset(seed)",
     "t": "steps taken in the running episode",
+    "start_t": "step count the running episode started at: 0, or a late first start's (reset's start_steps)",
     "ep_count": "episodes finished in this env since reset(seed)",
     "last_len": "length of the last finished episode",
     "alive": "1 while the agent is in the game",
@@ -143,7 +144,7 @@ class Layout:
         out = [Field(n, "f32", (A,), CORE_DOCS[n]) for n in ("rew", "ep_ret", "last_ret")]
         out.append(Field("params", "f32", (max(1, len(self.runtime_params)),), "runtime float params"))
         out += [Field("seed", "i32", (2,), CORE_DOCS["seed"])]
-        out += [Field(n, "i32", (), CORE_DOCS[n]) for n in ("episode", "t", "ep_count", "last_len")]
+        out += [Field(n, "i32", (), CORE_DOCS[n]) for n in ("episode", "t", "start_t", "ep_count", "last_len")]
         out += [Field(n, "u8", (A,), CORE_DOCS[n]) for n in ("alive", "active", "term", "trunc")]
         out += [Field(n, "u8", (), CORE_DOCS[n]) for n in ("done", "over", "autoreset")]
         for gi in self.groups.values():

@@ -435,7 +435,6 @@ def fields(p: EconomyParams) -> tuple[Field, ...]:
         Field("tax_idx", "i32", (BRACKETS,), "index of each bracket's rate among 0%, 5%, ..., 100%"),
         Field("tax_rate", "f64", (BRACKETS,), "current marginal rates"),
         Field("tax_pos", "i32", (), "position in the tax period, 1 on its first step"),
-        Field("partial_period", "u8", (), "1 while the period began before the episode (a late start)"),
         Field("warmup_steps", "i32", (), "energy_warmup_method='auto': steps whose mean worker reward was positive"),
         Field("tax_collected", "f64", (), "tax collected on the last tax day"),
         Field("lump_sum", "f64", (), "each worker's share of it"),
@@ -916,7 +915,6 @@ def reset_env(s, p, e):
     # Periods run on the episode's clock: an episode started late (BatchedEnv.reset's start_steps)
     # is in the period its step count says, and still ends on a tax day.
     s.tax_pos[e] = s.t[e] % p.tax_period + 1
-    s.partial_period[e] = 1 if s.tax_pos[e] != 1 else 0
     s.tax_collected[e] = 0
     s.lump_sum[e] = 0
     if s.ep_count[e] == 0:  # reset(): the auto warm-up starts over, as the episode count does
@@ -1119,7 +1117,8 @@ def tax(s, p, e):
             s.last_income[e, a] = income
             rate = marginal_rate(s.tax_rate, s.cutoffs, e, income)
             s.last_marginal[e, a] = rate
-            if p.tax_kind == 4 and not s.partial_period[e]:  # a short period's income would bias the fit
+            # A period begun before a late-started episode is short; its income would bias the fit.
+            if p.tax_kind == 4 and s.start_t[e] <= s.t[e] - p.tax_period:
                 saez_record(s, p, e, income, rate)
         share = collected / np.float64(n)
         for a in range(n):
@@ -1127,7 +1126,6 @@ def tax(s, p, e):
             s.last_coin[e, a] = total_coin(s.coin, s.coin_escrow, e, a)
         s.tax_collected[e] = collected
         s.lump_sum[e] = share
-        s.partial_period[e] = 0
         pos = 0
     s.tax_pos[e] = pos + 1
 

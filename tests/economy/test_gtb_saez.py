@@ -194,13 +194,12 @@ def test_a_period_cut_short_by_a_late_start_is_taxed_but_not_sampled():
     assert ECON_SAEZ["tax_period"] == 2
     env.reset(seed=3, start_steps=torch.tensor([1, 0]))  # env 0 starts on its period's last step
     s = env.state
-    assert s.partial_period.tolist() == [1, 0]
+    assert s.start_t.tolist() == [1, 0]
     counts = []
     for _ in range(3):
         s.coin[:, :4] += 50.0  # an income in every period, short or not
         act(env, [NOOP] * 4)
         counts.append(s.saez_count.tolist())
-    assert s.partial_period.tolist() == [0, 0]
     # env 0: its short period's tax day (step 1) records nothing, its first full one (step 3) records the
     # four workers; env 1: full periods only, the first ending on step 2
     assert counts == [[0, 0], [0, 4], [4, 4]]

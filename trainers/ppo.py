@@ -332,6 +332,7 @@ class Trainer:
                  "updates_since_log": self.updates_since_log}
         if env_state:
             state["env_state"] = self.env.buffers.storage
+            state["env_layout"] = self.env.buffers.layout_record()
         else:
             state["episode_counts"] = self.env.state.ep_count.clone()
         tmp = path.with_suffix(".tmp")
@@ -358,6 +359,8 @@ class Trainer:
 
     def load(self, path: Path):
         state = torch.load(path, map_location=self.device, weights_only=False)
+        if "env_state" in state:  # checked before anything changes: a refused checkpoint leaves the run as it was
+            self.env.buffers.check_layout_record(state.get("env_layout"), str(path))
         self.policies.load_state_dict(state["policies"])
         self.opt.load_state_dict(state["opt"])
         self.iteration, self.seconds = state["iteration"], state["seconds"]

@@ -44,6 +44,38 @@ class Buffers:
         self.fields = SimpleNamespace(**{n: (v.view(torch.bool) if layout.fields[n].dtype == "u8" else v)
                                          for n, v in views.items()})
 
+    def layout_record(self) -> dict:
+        """What the storage's bytes mean: the env count and each field's name, dtype and shape.
+
+        A saved copy of `storage` is only meaningful to buffers with the same record: a field added,
+        removed or resized shifts every field after it, often without changing the byte count.
+        """
+        return {"num_envs": self.num_envs,
+                "fields": [[n, f.dtype, list(f.shape)] for n, f in self.layout.fields.items()]}
+
+    def check_layout_record(self, record: dict | None, source: str):
+        """Raises ValueError, naming the difference, unless ``record`` is this buffers' `layout_record`."""
+        mine = self.layout_record()
+        if record == mine:
+            return
+        if record is None:
+            why = "it does not say which layout it was saved with"
+        elif record.get("num_envs") != mine["num_envs"]:
+            why = f"it holds {record.get('num_envs')} envs, this env has {mine['num_envs']}"
+        else:
+            theirs = {n: (d, list(sh)) for n, d, sh in record.get("fields", [])}
+            ours = {n: (d, sh) for n, d, sh in mine["fields"]}
+            parts = []
+            if missing := [n for n in ours if n not in theirs]:
+                parts.append(f"lacks fields {missing}")
+            if extra := [n for n in theirs if n not in ours]:
+                parts.append(f"has fields this env lacks {extra}")
+            if changed := [n for n in ours if n in theirs and theirs[n] != ours[n]]:
+                parts.append(f"stores {changed} with other dtypes or shapes")
+            why = "; ".join(parts) or "its fields are in another order"
+        raise ValueError(f"{source}: the saved env state does not fit this env ({self.layout.spec.id}): {why}. "
+                         "It was saved by another version of the env or with other params")
+
     def kernel_args(self, to_array) -> tuple:
         """One array per field, in layout order, converted for the target by ``to_array``."""
         return tuple(to_array(v) for v in self.raw.values())

@@ -15,7 +15,7 @@ _DTYPE_BYTES = {"f64": 8, "f32": 4, "i32": 4, "u8": 1}
 # fields are counted as read and written every step.
 _READ_ONLY = ("params", "seed", "episode")
 _WRITE_ONLY = ("rew", "term", "trunc", "done", "active")
-_AT_EPISODE_END = ("last_ret", "last_len", "ep_count")
+_AT_EPISODE_END = ("last_ret", "last_len", "ep_count", "start_t")
 
 
 def step_traffic(layout) -> dict:

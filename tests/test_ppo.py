@@ -215,28 +215,35 @@ def test_env_state_resumes_only_into_the_layout_it_was_saved_from(tmp_path):
     args = tiny_args(tmp_path)
     first = Trainer(args)
     first.rollout()
+    first.iteration = 2
     first.save(tmp_path / "full.pt")
     saved = torch.load(tmp_path / "full.pt", weights_only=False)
     second = Trainer(args)
     second.load(tmp_path / "full.pt")
-    assert torch.equal(second.env.buffers.storage, first.env.buffers.storage)
+    assert torch.equal(second.env.buffers.storage, first.env.buffers.storage) and second.iteration == 2
 
     with pytest.raises(ValueError, match="holds 8 envs, this env has 16"):
         Trainer(dataclasses.replace(args, num_envs=16)).load(tmp_path / "full.pt")
     fields = saved["env_layout"]["fields"]
     edits = {  # each as another version of the env would have saved it
         "lacks fields \\['t'\\]": [f for f in fields if f[0] != "t"],
-        "has fields this env lacks \\['extra'\\]": [*fields, ["extra", "u8", []]],
-        "stores \\['t'\\] with other dtypes": [[n, "u8" if n == "t" else d, sh] for n, d, sh in fields],
-        "another order": fields[::-1],
+        "has fields this env lacks \\['extra'\\]": [*fields, ["extra", "u8", [], 0]],
+        "stores \\['t'\\] with other dtypes": [[n, "u8" if n == "t" else d, sh, off] for n, d, sh, off in fields],
+        "other byte offsets": [[n, d, sh, off + 128] for n, d, sh, off in fields],
     }
+    fresh = Trainer(args)
+    kept = [p.clone() for p in fresh.policies.parameters()], fresh.env.buffers.storage.clone(), fresh.iteration
     for match, edited in edits.items():
         torch.save({**saved, "env_layout": {**saved["env_layout"], "fields": edited}}, tmp_path / "edited.pt")
         with pytest.raises(ValueError, match=match):
-            Trainer(args).load(tmp_path / "edited.pt")
+            fresh.load(tmp_path / "edited.pt")
     torch.save({k: v for k, v in saved.items() if k != "env_layout"}, tmp_path / "unrecorded.pt")
-    with pytest.raises(ValueError, match="does not say which layout"):
-        Trainer(args).load(tmp_path / "unrecorded.pt")
+    with pytest.raises(ValueError, match="does not say which layout.*--init-from"):
+        fresh.load(tmp_path / "unrecorded.pt")
+    # A refused checkpoint changed nothing: not the policies, not the env, not the count of iterations.
+    assert all(torch.equal(a, b) for a, b in zip(kept[0], fresh.policies.parameters(), strict=True))
+    assert torch.equal(kept[1], fresh.env.buffers.storage) and fresh.iteration == kept[2]
+    fresh.rollout()
 
 
 def test_staggered_starts_spread_the_first_episodes_and_replay_from_the_seed(tmp_path):

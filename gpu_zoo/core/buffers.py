@@ -33,6 +33,7 @@ class Buffers:
                     nbytes = E * math.prod(f.shape) * TORCH_DTYPES[dtype].itemsize
                     spans[name] = (end, nbytes)
                     end += -(-nbytes // FIELD_ALIGN) * FIELD_ALIGN
+        self._spans = spans
         words = torch.zeros(end // 4, dtype=torch.int32, device=device)
         self.storage = words
         raw_bytes = words.view(torch.uint8)
@@ -45,26 +46,28 @@ class Buffers:
                                          for n, v in views.items()})
 
     def layout_record(self) -> dict:
-        """What the storage's bytes mean: the env count and each field's name, dtype and shape.
+        """What the storage's bytes mean: its size, the env count, each field's name, dtype, shape, offset.
 
         A saved copy of `storage` is only meaningful to buffers with the same record: a field added,
         removed or resized shifts every field after it, often without changing the byte count.
         """
-        return {"num_envs": self.num_envs,
-                "fields": [[n, f.dtype, list(f.shape)] for n, f in self.layout.fields.items()]}
+        return {"bytes": self.nbytes(), "num_envs": self.num_envs,
+                "fields": [[n, f.dtype, list(f.shape), self._spans[n][0]] for n, f in self.layout.fields.items()]}
 
-    def check_layout_record(self, record: dict | None, source: str):
+    def check_layout_record(self, record, source: str):
         """Raises ValueError, naming the difference, unless ``record`` is this buffers' `layout_record`."""
         mine = self.layout_record()
+        if isinstance(record, dict):  # as saved; shapes compared as lists whatever the pickling made them
+            record = {**record, "fields": [[n, d, list(sh), *rest] for n, d, sh, *rest in record.get("fields", [])]}
         if record == mine:
             return
-        if record is None:
-            why = "it does not say which layout it was saved with"
+        if not isinstance(record, dict):
+            why = "it does not say which layout it was saved with (it predates layout records)"
         elif record.get("num_envs") != mine["num_envs"]:
             why = f"it holds {record.get('num_envs')} envs, this env has {mine['num_envs']}"
         else:
-            theirs = {n: (d, list(sh)) for n, d, sh in record.get("fields", [])}
-            ours = {n: (d, sh) for n, d, sh in mine["fields"]}
+            theirs = {n: (d, sh) for n, d, sh, *_ in record["fields"]}
+            ours = {n: (d, sh) for n, d, sh, _ in mine["fields"]}
             parts = []
             if missing := [n for n in ours if n not in theirs]:
                 parts.append(f"lacks fields {missing}")
@@ -72,9 +75,10 @@ class Buffers:
                 parts.append(f"has fields this env lacks {extra}")
             if changed := [n for n in ours if n in theirs and theirs[n] != ours[n]]:
                 parts.append(f"stores {changed} with other dtypes or shapes")
-            why = "; ".join(parts) or "its fields are in another order"
+            why = "; ".join(parts) or "the same fields placed at other byte offsets"
         raise ValueError(f"{source}: the saved env state does not fit this env ({self.layout.spec.id}): {why}. "
-                         "It was saved by another version of the env or with other params")
+                         "It was saved by another version of gpu_zoo or of the env, or with other params; "
+                         "--init-from starts a new run from its policies alone")
 
     def kernel_args(self, to_array) -> tuple:
         """One array per field, in layout order, converted for the target by ``to_array``."""

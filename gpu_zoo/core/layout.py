@@ -24,7 +24,7 @@ CORE_DOCS = {
     "last_ret": "return of each agent in the last finished episode",
     "seed": "the two 31-bit halves of the env's seed",
     "episode": "episodes started in this env since reset(seed)",
-    "t": "steps taken in the running episode",
+    "t": "step count of the running episode",
     "start_t": "step count the running episode started at: 0, or a late first start's (reset's start_steps)",
     "ep_count": "episodes finished in this env since reset(seed)",
     "last_len": "length of the last finished episode",

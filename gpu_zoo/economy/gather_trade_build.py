@@ -31,7 +31,7 @@ per env and episode instead: each tile is water, a wood source or a stone source
    bonus probability, for ``collect_labor``.
 4. **Tax** (``tax_period`` steps per period, counted from the episode's step 0, so an episode
    started late by ``reset(start_steps=...)`` begins inside a period, taxed as the others but kept
-   out of the Saez model's samples, and still ends on a tax day): on the first step of a period the
+   out of the Saez model's samples, its tax days where a full episode's fall): on the first step of a period the
    planner's action
    sets the marginal rate of each of the 7 brackets (US-federal 2018 cutoffs divided by
    ``usd_scaling``). Other ``tax_model`` values: the US-federal 2018 rates,
@@ -913,7 +913,7 @@ def reset_env(s, p, e):
         else:
             s.tax_rate[e, b] = _F64_ZERO
     # Periods run on the episode's clock: an episode started late (BatchedEnv.reset's start_steps)
-    # is in the period its step count says, and still ends on a tax day.
+    # is in the period its step count says, its tax days where a full episode's fall.
     s.tax_pos[e] = s.t[e] % p.tax_period + 1
     s.tax_collected[e] = 0
     s.lump_sum[e] = 0

@@ -485,23 +485,31 @@ def response_section(out: Path) -> str:
 
 
 def swap_section(out: Path) -> str:
-    """The page's part on `benchmarks.economy_swap`, from ``OUT/swap.json`` ("" when there is none)."""
+    """The page's part on `benchmarks.economy_swap` ("" when there is none).
+
+    ``OUT/swap.json`` holds this page's runs; earlier runs' are kept as ``OUT/runs/swap_<name>.json``.
+    """
     from benchmarks.economy_swap import table
 
-    path = out / "swap.json"
-    if not path.exists():
+    paths = [p for p in (out / "swap.json", *sorted((out / "runs").glob("swap_*.json"))) if p.exists()]
+    if not paths:
         return ""
-    result = json.loads(path.read_text())
-    return ("\n\n## Whose is the planner's loss, its rates' or its workers'?\n\n"
+    parts = []
+    for path in paths:
+        result = json.loads(path.read_text())
+        whose = ("This page's runs" if path.name == "swap.json"
+                 else f"Earlier runs, {path.stem.removeprefix('swap_').replace('_', ' ')}")
+        drawn = f", drawn from seed {result['seed']}" if "seed" in result else ""
+        parts.append(f"{whose}, on the same {result['episodes']} episodes{drawn}:\n\n{table(result)}")
+    return ("\n\n## Each set of workers under each tax setter\n\n"
             "Sets of workers, each named by its run (a regime of the table or a folder of "
-            "`benchmarks/results/economy_learning/runs`), under each tax setter, on the same "
-            f"{result['episodes']} episodes (`python -m benchmarks.economy_swap`): a trained planner's policy, "
-            "its average schedule held fixed, and fixed schedules. Social welfare (the workers' mean utility at "
-            "the end of the episode, their own objective):\n\n" + table(result) + "\n\nA column compares one "
-            "setter's rates across sets of workers; a row, what one set of workers makes of each setter. Where "
-            "workers that never trained under a setter's rates earn more utility under them than the workers that "
-            "did, those did not learn a best reply to their taxes: their lower productivity is a failure of "
-            "training, not the workers' answer to the rates.")
+            "`benchmarks/results/economy_learning/runs`), under each tax setter (`python -m benchmarks.economy_swap`): "
+            "a trained planner's policy, its average schedule held fixed, and fixed schedules. Social welfare (the "
+            "workers' mean utility at the end of the episode, their own objective).\n\n" + "\n\n".join(parts)
+            + "\n\nA column compares one setter's rates across sets of workers; a row, what one set of workers "
+            "makes of each setter. Where workers that never trained under a setter's rates earn more utility under "
+            "them than the workers that did, those did not learn a best reply to their taxes: their lower "
+            "productivity is a failure of training, not the workers' answer to the rates.")
 
 
 def report(out: Path, docs: Path = DOCS):

@@ -80,7 +80,7 @@ def swap(workers: dict[str, Path], planners: dict[str, Path], schedules: dict[st
                 print(f"{name} workers under {setter}", file=sys.stderr, flush=True)
                 played[name] = play(loaded[name][1]["worker"], planner, kwargs, schedule, episodes, seed, device)[0]
             figures[setter][name] = played[name]
-    return {"env_kwargs": kwargs, "episodes": episodes, "schedules": rates, "figures": figures}
+    return {"env_kwargs": kwargs, "episodes": episodes, "seed": seed, "schedules": rates, "figures": figures}
 
 
 def table(result: dict) -> str:

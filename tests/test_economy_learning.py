@@ -209,8 +209,8 @@ def test_the_swap_check_plays_each_checkpoints_workers_under_each_setter(tmp_pat
                    paths[regime])
     name, flat = _schedule("flat_20=0.2")
     rec = swap({"flat_tax": paths["flat_tax"], "ai_planner": paths["ai_planner"]}, {"ai_planner": paths["ai_planner"]},
-               {name: flat}, episodes=2, device="cpu")
-    assert list(rec["figures"]) == ["ai_planner", "ai_planner mean", "flat_20"]
+               {name: flat}, episodes=2, seed=5, device="cpu")
+    assert list(rec["figures"]) == ["ai_planner", "ai_planner mean", "flat_20"] and rec["seed"] == 5
     assert rec["schedules"]["flat_20"] == [0.2] * 7 and len(rec["schedules"]["ai_planner mean"]) == 7
     assert all(0.0 <= r <= 1.0 for r in rec["schedules"]["ai_planner"])
     figs = rec["figures"]["flat_20"]["flat_tax"]
@@ -232,7 +232,16 @@ def test_the_page_shows_the_swap_check_when_it_was_run(tmp_path):
         "env_kwargs": {}, "episodes": 2, "schedules": {"flat_40": [0.4] * 7},
         "figures": {"flat_40": {"free_market": figs}}}))
     text = swap_section(tmp_path)
-    assert "same 2 episodes" in text and "| free market | 200 (40.2) |" in text and "flat 40 40/40/40" in text
+    assert "This page's runs, on the same 2 episodes:" in text and "| free market | 200 (40.2) |" in text
+    assert "flat 40 40/40/40" in text
+    (tmp_path / "runs").mkdir()  # an earlier study's, kept apart, follows with its seed
+    (tmp_path / "runs/swap_from_old_runs.json").write_text(json.dumps({
+        "env_kwargs": {}, "episodes": 3, "seed": 9, "schedules": {"flat_20": [0.2] * 7},
+        "figures": {"flat_20": {"old_workers": figs}}}))
+    text = swap_section(tmp_path)
+    assert text.index("This page's runs") < text.index("Earlier runs, from old runs, on the same 3 episodes, "
+                                                       "drawn from seed 9:")
+    assert "| old workers | 200 (40.2) |" in text and text.count("## ") == 1
 
 
 def test_the_page_shows_every_runs_response_once_the_tables_first(tmp_path):

@@ -147,11 +147,11 @@ class BatchedEnv:
         of at zero, before the envs start: a run resumed without its env state keeps what counts
         episodes (the economy's tax annealing) where it was. ``start_steps`` (one integer per env,
         in ``[0, max_cycles)``) starts each env's first episode as if that many steps were taken:
-        it is truncated that much sooner (its recorded length is the steps it ran), so
-        envs reset together end their episodes apart, and a trainer's rollout then holds every
-        part of an episode instead of the same part from every env. Later episodes run in full.
-        Returns the observations, one
-        ``(num_envs, group_size, obs_size)`` tensor per group.
+        it is truncated that much sooner (its recorded length is the steps it ran), so envs reset
+        together end their episodes apart, and a trainer's rollout then holds every part of an
+        episode instead of the same part from every env. Later episodes run in full.
+
+        Returns the observations, one ``(num_envs, group_size, obs_size)`` tensor per group.
         """
         f = self.state
         counts = self._per_env_ints("episode_counts", episode_counts, 0, None)

@@ -1,4 +1,4 @@
-"""Test set-up: CUDA kernels run under Numba's CUDA simulator unless a real GPU is asked for.
+"""Test set-up: CUDA kernels run under Numba's CUDA simulator (Triton's under its interpreter) unless a real GPU is asked for.
 
 ``GPU_ZOO_REAL_CUDA=1 pytest`` runs the same suite against real CUDA kernels (on a GPU host).
 The simulator must be switched on before Numba is first imported, hence at the top of conftest.
@@ -9,6 +9,9 @@ import os
 REAL_CUDA = os.environ.get("GPU_ZOO_REAL_CUDA") == "1"
 if not REAL_CUDA:
     os.environ["NUMBA_ENABLE_CUDASIM"] = "1"
+    os.environ["TRITON_INTERPRET"] = "1"  # the trainer's Triton kernels on CPU tensors (tests/test_fused.py)
+else:
+    os.environ.setdefault("GPU_ZOO_DOT_PRECISION", "ieee")  # full fp32 products: the tests' tolerances hold
 
 import pytest  # noqa: E402
 import torch  # noqa: E402

@@ -156,18 +156,19 @@ def test_group_settings_train_each_group_with_its_own(tmp_path, monkeypatch):
     trainer = Trainer(args)
     assert trainer.policies["runner"].actor[0].out_features == 16
     assert trainer.policies["tagger"].actor[0].out_features == args.hidden
-    assert [pg["lr"] for pg in trainer.opt.param_groups] == [args.learning_rate, 1e-2]  # policies' order
+    assert [trainer.opts[g].param_groups[0]["lr"] for g in ("tagger", "runner")] == [args.learning_rate, 1e-2]
 
     seen, lambdas = [], []
     real_loss, real_gae = ppo.ppo_loss, ppo.compute_gae
-    monkeypatch.setattr(ppo, "ppo_loss", lambda *a: seen.append(a[-2:]) or real_loss(*a))  # (ent_coef, vf_clip)
+    monkeypatch.setattr(ppo, "ppo_loss", lambda *a: seen.append((round(float(a[-2]), 6), a[-1])) or real_loss(*a))
     monkeypatch.setattr(ppo, "compute_gae", lambda *a, **k: lambdas.append(a[-1]) or real_gae(*a, **k))
     trainer.rollout()
     trainer.iteration = args.iterations // 2
     trainer.update()
     assert set(seen) == {(args.ent_coef, None), (0.5, 3.0)}  # each group's entropy weight and value clip
     assert lambdas == [args.gae_lambda, 0.5]  # and its own credit horizon
-    assert [pg["lr"] for pg in trainer.opt.param_groups] == pytest.approx([args.learning_rate / 2, 1e-2 / 2])
+    assert ([trainer.opts[g].param_groups[0]["lr"] for g in ("tagger", "runner")]
+            == pytest.approx([args.learning_rate / 2, 1e-2 / 2]))
 
     trainer.save(tmp_path / "ck.pt")  # a checkpoint rebuilds each group at its own width
     _, policies = load_checkpoint(tmp_path / "ck.pt", device="cpu")
@@ -301,16 +302,17 @@ def test_rollout_and_update_never_read_a_tensor_on_the_host(tmp_path, monkeypatc
             setattr(torch.Tensor, name, host_read if on else originals[name])
 
     # Adam reads its step counter, which it keeps on the CPU even for a GPU model: no device sync.
-    adam_step = trainer.opt.step
+    def unguarded(step):
+        def unguarded_step(*a, **k):
+            guard(False)
+            try:
+                return step(*a, **k)
+            finally:
+                guard(True)
+        return unguarded_step
 
-    def unguarded_step(*a, **k):
-        guard(False)
-        try:
-            return adam_step(*a, **k)
-        finally:
-            guard(True)
-
-    monkeypatch.setattr(trainer.opt, "step", unguarded_step)
+    for opt in trainer.opts.values():
+        monkeypatch.setattr(opt, "step", unguarded(opt.step))
     guard(True)
     try:
         trainer.rollout()

@@ -84,6 +84,10 @@ class Args:
     cuda_graph: bool = True
     """on a GPU, capture one rollout step (policies, sampling, env step, storage writes) as a CUDA graph and
     replay it: with few envs, the Python cost of launching its kernels one by one would set the speed"""
+    fused: bool = True
+    """on a GPU, run the networks of groups with Discrete or MultiDiscrete actions as Triton kernels (sampling
+    in the actor's, the loss's gradient in one pass) where they fit: observations and widths up to 128 and 64
+    logits (trainers/fused.py). Same losses; TF32 products and another random stream than the torch path"""
     torch_threads: int = 1
     """torch's CPU threads (0: torch's default). The env kernel already spreads over the cores, and on a
     busy 2-core machine one thread for the small networks ran 5x faster than two"""
@@ -170,7 +174,7 @@ learning rate, a larger entropy bonus and wider networks than its workers; a gro
 per period (the planner) may want its own credit horizon, and fewer passes over a batch in which
 it decided once a period (each pass costs what a worker group's does)."""
 
-RUN_CONTROL = ("total_env_steps", "out", "device", "cuda_graph", "torch_threads", "checkpoint_every", "log_every",
+RUN_CONTROL = ("total_env_steps", "out", "device", "cuda_graph", "fused", "torch_threads", "checkpoint_every", "log_every",
                "eval_episodes", "gif")
 """Fields a resumed run may change: they steer the run, not what it computes."""
 

@@ -7,6 +7,8 @@ curve, with random play as dashed lines) and ``policy.gif`` (one episode of the 
 
 from __future__ import annotations
 
+import signal
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -16,10 +18,34 @@ import torch
 from trainers.config import Args
 from trainers.evaluate import Comparison, compare
 from trainers.plots import plot_learning_curve
-from trainers.ppo import StopRequest, Trainer
+from trainers.ppo import Trainer
 from trainers.runlog import RunLog
 
 EVAL_SEED_OFFSET = 1_000_003  # evaluation episodes start unlike any the run trained on first
+
+
+class StopRequest:
+    """While active, a first Ctrl-C asks the loop to stop after the current iteration; a second one stops at once."""
+
+    def __init__(self):
+        self.requested = False
+        self._previous = None
+
+    def _handle(self, signum, frame):
+        if self.requested:
+            raise KeyboardInterrupt
+        self.requested = True
+        print("\nCtrl-C: stopping after this iteration and writing a checkpoint (Ctrl-C again to stop now)",
+              flush=True)
+
+    def __enter__(self):
+        if threading.current_thread() is threading.main_thread():
+            self._previous = signal.signal(signal.SIGINT, self._handle)
+        return self
+
+    def __exit__(self, *exc):
+        if self._previous is not None:
+            signal.signal(signal.SIGINT, self._previous)
 
 
 def train(args: Args, resume: str | Path | None = None, callback: Callable[[Trainer], None] | None = None,

@@ -96,6 +96,29 @@ class GroupPolicy(nn.Module):
         entropy = sum(d.entropy() for d in dists)
         return action, logp, entropy, self.value(obs)
 
+    @property
+    def logits_size(self) -> int:
+        """Width of the actor's output: the summed action counts of its heads (the mean for Box actions)."""
+        return self.actor[-1].out_features
+
+    def sample(self, obs: torch.Tensor, mask: torch.Tensor | None = None):
+        """(action, log-prob) drawn by the actor alone: a rollout step needs no value."""
+        out = self.actor(obs)
+        if self.splits is None:
+            dist = Normal(out, self.log_std.exp().expand_as(out), validate_args=False)
+            action = dist.sample()
+            return action, dist.log_prob(action).sum(-1)
+        if mask is not None:
+            out = out.masked_fill(~mask, MASKED_LOGIT)
+        if len(set(self.splits)) == 1:  # heads of one size: one batched distribution, as in `act`
+            dist = Categorical(logits=out.unflatten(-1, (len(self.splits), self.splits[0])), validate_args=False)
+            action = dist.sample()
+            logp = dist.log_prob(action).sum(-1)
+            return (action[..., 0] if isinstance(self.space, gymnasium.spaces.Discrete) else action), logp
+        dists = [Categorical(logits=x, validate_args=False) for x in out.split(self.splits, dim=-1)]
+        parts = [d.sample() for d in dists]
+        return torch.stack(parts, -1), sum(d.log_prob(x) for d, x in zip(dists, parts, strict=True))
+
     def to_env(self, action: torch.Tensor) -> torch.Tensor:
         """The action as the env takes it (Box actions clipped to their bounds)."""
         return action.clamp(self.low, self.high) if self.splits is None else action

@@ -1,37 +1,48 @@
 """PPO on a gpu_zoo batched env, end to end on one device.
 
     gpu-zoo train tag_gridworld_v0                     # its preset: see trainers/config.py
-    python -m trainers.ppo --env-id simple_tag_v3 --num-envs 16384 --device cuda
+    gpu-zoo train simple_tag_v3 --num-envs 16384 --device cuda
     gpu-zoo train --resume runs/tag_gridworld_v0/checkpoint.pt --total-env-steps 8000000
 
-One policy per agent group (taggers, runners, ...), its parameters shared by the group's agents.
-Rollout storage is preallocated on the device; nothing leaves it inside the rollout or the update.
-Metrics accumulate on the device and are read every ``log_every`` iterations. Truncated episodes
-bootstrap from the value of ``info["final_obs"]``; terminated ones from zero. Groups with action
-masks sample under them, and the update recomputes log-probabilities under the same masks.
+One policy per agent group (taggers, runners, ...), its parameters shared by the group's agents,
+and one Adam optimiser per policy. Read top to bottom: the pure parts (GAE, the loss), the
+storage, the rollout, the update. Nothing leaves the device inside the rollout or the update;
+metrics accumulate there and are read every ``log_every`` iterations.
 
-Data parallelism is one step away: a `Trainer` per rank with ``rank`` (it seeds the rank's envs
-apart) and an all-reduce in `Trainer.sync_gradients`.
+- **Rollout.** Each step samples every group's actions from its actor and writes the step to
+  preallocated storage at the step index ``t``, a device tensor. Values are not needed while
+  stepping: after the rollout the critic runs once over every stored observation and every next
+  observation (the final one where an episode ended), so truncated episodes bootstrap from
+  ``info["final_obs"]`` and terminated ones from zero.
+- **Update.** GAE, advantage normalisation, then epochs of minibatches of the clipped PPO loss.
+- **On a GPU** a whole rollout and a whole update are each captured once as a CUDA graph and
+  replayed, so no Python runs per step or minibatch; learning rates and entropy weights are
+  device tensors the graph reads. Groups with Discrete or MultiDiscrete actions and networks
+  that fit run their networks as Triton kernels (`trainers.fused`): sampling inside the actor's
+  kernel, and the loss's gradient computed in one pass without writing hidden layers to memory.
+  Other groups, and every group on a CPU, run the plain torch code below, which the kernels are
+  tested against.
+- Groups with action masks sample under them, and the update recomputes log-probabilities
+  under the same masks.
+
+A data-parallel run gives each rank a `Trainer` with its ``rank`` (it seeds the rank's envs
+and draws apart) and all-reduces gradients in `Trainer.sync_gradients`.
 """
 
 from __future__ import annotations
-
-import dataclasses
-import os
-import signal
-import threading
-from pathlib import Path
 
 import torch
 from torch import nn
 
 import gpu_zoo
+from gpu_zoo.core.graphs import capture
 from gpu_zoo.core.launch import default_device
+from trainers import checkpoint, fused
 from trainers.config import Args
 from trainers.policy import GroupPolicy
 
 LOSS_STATS = ("pg", "vf", "entropy", "approx_kl", "clipfrac")
-RESTART_SEED = 1_000_033  # per iteration: a resume without env state starts episodes unlike the run's first
+VALUE_CHUNK = 1 << 20  # rows per critic pass over the stored rollout on the torch path
 
 
 # --------------------------------------------------------------------- pure parts
@@ -61,10 +72,11 @@ def compute_gae(rewards, values, next_values, terminated, ended, gamma: float, l
 
 
 def ppo_loss(new_logp, old_logp, adv, new_value, old_value, returns, entropy, mask, clip: float, vf_coef: float,
-             ent_coef: float, vf_clip: float | None = None):
+             ent_coef, vf_clip: float | None = None):
     """Clipped PPO loss averaged over ``mask`` (agents in the game); returns (loss, stats).
 
     ``vf_clip`` limits how far the value moves from ``old_value`` (None: ``clip``; 0: no limit).
+    ``ent_coef`` may be a device tensor (a captured update reads its current value).
     """
     n = mask.sum().clamp_min(1.0)
     log_ratio = new_logp - old_logp
@@ -101,6 +113,14 @@ def make_policies(env, groups, args: Args) -> nn.ModuleDict:
                                          args.for_group(g).hidden) for g in groups}).to(env.device)
 
 
+def make_optimizer(policy: nn.Module, lr: float, device: torch.device) -> torch.optim.Adam:
+    """Adam for one policy; on a GPU fused, with its learning rate a device tensor, so a graph can replay it."""
+    if device.type == "cuda":
+        return torch.optim.Adam(policy.parameters(), lr=torch.tensor(lr, device=device), eps=1e-5, fused=True,
+                                capturable=True)
+    return torch.optim.Adam(policy.parameters(), lr=lr, eps=1e-5)
+
+
 def action_masks(env) -> dict[str, torch.Tensor]:
     """The env's current action masks per masked group (none for envs without masks)."""
     return getattr(env, "action_masks", None) or {}
@@ -118,7 +138,7 @@ def policy_actions(env, policies, generator: torch.Generator | None = None, gree
 
 # --------------------------------------------------------------------- training
 class Trainer:
-    """The env, one policy per trained group, one optimiser and the rollout storage, on one device.
+    """The env, one policy and one optimiser per trained group and the rollout storage, on one device.
 
     Args:
         args: the settings.
@@ -147,25 +167,26 @@ class Trainer:
             raise ValueError(f"group_settings names {sorted(unknown)}, which this run does not train "
                              f"({list(self.policies)})")
         if args.init_from:
-            self._warm_start(args.init_from)
-        # One parameter group per policy when their learning rates may differ (a single one
-        # otherwise, which keeps the optimiser state of earlier checkpoints loadable).
-        params = ([{"params": pol.parameters(), "lr": args.for_group(g).learning_rate}
-                   for g, pol in self.policies.items()] if args.group_settings else self.policies.parameters())
-        self.opt = torch.optim.Adam(params, lr=args.learning_rate, eps=1e-5)
-        self.base_lrs = [pg["lr"] for pg in self.opt.param_groups]
+            checkpoint.warm_start(self, args.init_from)
+        self.base_lrs = {g: args.for_group(g).learning_rate for g in self.policies}
+        self.opts = {g: make_optimizer(pol, self.base_lrs[g], self.device) for g, pol in self.policies.items()}
+        self.ent_coefs = {g: torch.tensor(args.for_group(g).ent_coef, device=self.device) for g in self.policies}
         self.iteration = 0
         self.seconds = 0.0  # training wall time, carried over by resumes
         self._reset_env(args.seed + rank)
         self.masked = tuple(g for g in self.policies if g in action_masks(self.env))
+        self.fused = tuple(g for g in self.policies if self._fits_kernels(g))
         self.buf = {g: self._storage(g) for g in self.policies}
-        self._t = torch.zeros(1, dtype=torch.long, device=self.device)  # the rollout step being written
-        self._graph: torch.cuda.CUDAGraph | None = None
+        # [the rollout step being written, the rollout steps taken so far]: the kernels' draws are keyed by both
+        self.counters = torch.zeros(2, dtype=torch.long, device=self.device)
+        self._t = self.counters[0:1]
+        self._graphs: dict[str, torch.cuda.CUDAGraph] = {}
         # On-device metric accumulators: [episodes, sum of lengths, sum of return per group...]
         # and the loss statistics per trained group, summed over minibatches.
         self.episode_acc = torch.zeros(2 + len(self.env.groups), device=self.device, dtype=torch.float64)
         self.loss_acc = torch.zeros(len(self.policies), len(LOSS_STATS), device=self.device)
         self.updates_since_log = [0] * len(self.policies)  # minibatches per group, counted on the host
+        self._kernel_state = {g: self._kernel_buffers(g) for g in self.fused}
 
     def _reset_env(self, seed: int, episode_counts: torch.Tensor | None = None):
         """Fresh episodes from ``seed``; with ``stagger_starts`` each env's first starts at a step drawn from it."""
@@ -175,47 +196,72 @@ class Trainer:
             starts = torch.randint(0, self.env.params.max_cycles, (self.env.num_envs,), generator=gen)
         self.env.reset(seed=seed, episode_counts=episode_counts, start_steps=starts)
 
+    def _fits_kernels(self, g: str) -> bool:
+        pol = self.policies[g]
+        return (self.args.fused and fused.available(self.device) and pol.splits is not None
+                and fused.supported(self.env.single_observation_space(g).shape[0], self.args.for_group(g).hidden,
+                                    pol.logits_size))
+
+    # ----------------------------------------------------------------- storage
     def _storage(self, g: str) -> dict[str, torch.Tensor]:
         T, E, n = self.args.num_steps, self.args.num_envs, self.env.group_size(g)
         D = self.env.single_observation_space(g).shape[0]
         act = self.env.actions[g]
         act_dtype = act.dtype if self.policies[g].splits is not None else torch.float32
         z = lambda *shape, dtype=torch.float32: torch.zeros(*shape, dtype=dtype, device=self.device)  # noqa: E731
-        buf = {"obs": z(T, E, n, D), "act": z(T, E, n, *act.shape[2:], dtype=act_dtype)}
+        buf = {"obs": z(T, E, n, D), "next_obs": z(T, E, n, D), "act": z(T, E, n, *act.shape[2:], dtype=act_dtype)}
         for k in ("logp", "value", "next_value", "rew", "term", "ended", "mask"):
             buf[k] = z(T, E, n)
         if g in action_masks(self.env):
             buf["action_mask"] = z(T, E, *action_masks(self.env)[g].shape[1:], dtype=torch.bool)
         return buf
 
-    @torch.no_grad()
-    def rollout(self):
-        """Steps every env ``num_steps`` times with the current policies, filling the storage.
-
-        With ``cuda_graph`` on a GPU the first step runs eagerly, which also warms the kernels,
-        and is then captured once as a CUDA graph; every later step replays it. A step is some
-        hundred small kernels, so when the envs are few their Python launch cost, not the GPU,
-        sets the rollout's speed, and a replay launches them all at once.
+    def _kernel_buffers(self, g: str) -> dict:
+        """A fused group's gradient: one flat buffer that its parameters' ``.grad`` are views of, then
+        the loss statistics; each persistent program of the gradient kernels writes one row of ``partial``.
         """
+        pol = self.policies[g]
+        sizes = [p.numel() for p in pol.parameters()]
+        flat = torch.zeros(sum(sizes) + len(LOSS_STATS), device=self.device)
+        offset = 0
+        for p, size in zip(pol.parameters(), sizes, strict=True):
+            p.grad = flat[offset:offset + size].view_as(p)
+            offset += size
+        return {"flat": flat, "partial": torch.zeros(fused.num_programs(self.device), flat.numel(), device=self.device),
+                "critic_column": sum(p.numel() for p in pol.actor.parameters()), "stats_column": offset,
+                "heads": fused.head_bounds(pol.splits, self.device)}
+
+    # ----------------------------------------------------------------- rollout
+    def rollout(self):
+        """Steps every env ``num_steps`` times with the current policies, filling the storage, then values it."""
+        self._run("rollout", self._rollout)
+
+    def _run(self, name: str, fn):
+        """``fn`` eagerly the first time (which also compiles kernels and makes the optimiser's state); on a
+        GPU with ``cuda_graph`` it is then captured, and every later call replays the capture.
+        """
+        graph = self._graphs.get(name)
+        if graph is not None:
+            graph.replay()
+            return
+        fn()
+        if self.args.cuda_graph and self.device.type == "cuda":
+            self._graphs[name] = capture(fn, self.device)
+
+    @torch.no_grad()
+    def _rollout(self):
         self._t.zero_()
         for _ in range(self.args.num_steps):
-            if self._graph is not None:
-                self._graph.replay()
-                continue
             self._rollout_step()
-            if self.args.cuda_graph and self.device.type == "cuda":
-                self._graph = self._capture(self._rollout_step)
-
-    def _capture(self, fn) -> torch.cuda.CUDAGraph:
-        """``fn`` captured as a CUDA graph; capturing runs nothing. Its tensors keep their addresses.
-
-        Captured with the trainer's GPU current, on a stream of that GPU: torch's default capture
-        stream is made once, on whichever GPU captured first, and work for another GPU bypasses it.
-        """
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.device(self.device), torch.cuda.graph(graph, stream=torch.cuda.Stream(self.device)):
-            fn()
-        return graph
+        for g, pol in self.policies.items():
+            b = self.buf[g]
+            for src, dst in (("obs", "value"), ("next_obs", "next_value")):
+                if g in self.fused:
+                    fused.forward(pol.critic, b[src], out=b[dst])
+                    continue
+                rows, out = b[src].reshape(-1, b[src].shape[-1]), b[dst].view(-1)
+                for i in range(0, rows.shape[0], VALUE_CHUNK):
+                    out[i:i + VALUE_CHUNK] = pol.value(rows[i:i + VALUE_CHUNK])
 
     def _rollout_step(self):
         """One step of every env, written to the storage at the step index ``self._t`` (a device tensor).
@@ -224,75 +270,126 @@ class Trainer:
         """
         env, acc, t = self.env, self.episode_acc, self._t
         masks = action_masks(env)
-        actions = env.sample_actions(groups=self.random_groups) if self.random_groups else {}
-        for g, pol in self.policies.items():
+        if self.random_groups:
+            for g, a in env.sample_actions(groups=self.random_groups).items():
+                env.actions[g].copy_(a)
+        for gi, (g, pol) in enumerate(self.policies.items()):
             b = self.buf[g]
+            if g in self.fused:
+                fused.act(pol.actor, env.obs[g], masks.get(g), env.actions[g], b, t, self.counters[1:],
+                          self._kernel_state[g]["heads"], fused.draw_key(self.args.seed, self.rank, gi))
+                continue
             put(b["obs"], t, env.obs[g])
             mask = None
             if g in self.masked:
                 put(b["action_mask"], t, masks[g])
                 mask = masks[g]
-            act, logp, _, value = pol.act(env.obs[g], mask=mask)
+            act, logp = pol.sample(env.obs[g], mask=mask)
             put(b["act"], t, act)
             put(b["logp"], t, logp)
-            put(b["value"], t, value)
-            actions[g] = pol.to_env(act)
-        obs, rew, term, trunc, info = env.step(actions)
+            env.actions[g].copy_(pol.to_env(act))
+        obs, rew, term, trunc, info = env.step()
         done = info["done"]
-        for g, pol in self.policies.items():
+        counted = []  # what the kernels added to ``acc``: the episode count and each fused group's returns
+        for g in self.policies:
             b = self.buf[g]
+            if g in self.fused:
+                fused.record(env, g, env.groups.index(g), b, acc, t, first=not counted)
+                counted.append(g)
+                continue
             put(b["rew"], t, rew[g])
             put(b["term"], t, term[g])
             put(b["ended"], t, term[g] | trunc[g])
             put(b["mask"], t, info["active"][g])
-            # One critic pass: the final observation where the episode ended, the next one elsewhere.
-            after = torch.where(done.view(-1, 1, 1), info["final_obs"][g], obs[g])
-            put(b["next_value"], t, pol.value(after))
-        stats, d = env.episode_stats(), done.double()
-        acc += torch.stack([d.sum(), (stats["length"] * d).sum(),
-                            *((stats[f"return_{g}"].mean(-1) * d).sum() for g in env.groups)])
-        t += 1
+            put(b["next_obs"], t, torch.where(done.view(-1, 1, 1), info["final_obs"][g], obs[g]))
+        rest = [g for g in env.groups if g not in counted]
+        if rest:
+            stats, d = env.episode_stats(), done.double()
+            parts = [(stats[f"return_{g}"].mean(-1) * d).sum() for g in rest]
+            index = [2 + env.groups.index(g) for g in rest]
+            if not counted:
+                parts, index = [d.sum(), (stats["length"] * d).sum(), *parts], [0, 1, *index]
+            acc.index_add_(0, torch.tensor(index, device=self.device), torch.stack(parts))
+        self.counters += 1
 
+    # ----------------------------------------------------------------- update
     def update(self):
         """PPO epochs over the rollout in storage."""
-        if self.args.anneal_lr:
-            for pg, lr in zip(self.opt.param_groups, self.base_lrs, strict=True):
-                pg["lr"] = lr * (1.0 - self.iteration / self.args.iterations)
+        for gi, g in enumerate(self.policies):
+            a = self.args.for_group(g)
+            lr = self.base_lrs[g] * (1.0 - self.iteration / self.args.iterations) if self.args.anneal_lr else None
+            for pg in self.opts[g].param_groups:
+                if lr is not None and torch.is_tensor(pg["lr"]):
+                    pg["lr"].fill_(lr)
+                elif lr is not None:
+                    pg["lr"] = lr
+            self.ent_coefs[g].fill_(a.ent_coef_at(self.iteration * a.env_steps_per_iteration))
+            self.updates_since_log[gi] += a.update_epochs * len(self._minibatches(a, self._rows(g)))
+        self._run("update", self._update)
+
+    def _rows(self, g: str) -> int:
+        return self.buf[g]["rew"].numel()
+
+    @staticmethod
+    def _minibatches(a: Args, size: int) -> list[tuple[int, int]]:
+        """(start, count) of each minibatch of an epoch over ``size`` rows."""
+        mb = max(1, size // a.num_minibatches)
+        return [(start, min(mb, size - start)) for start in range(0, size, mb)]
+
+    def _update(self):
         for gi, (g, pol) in enumerate(self.policies.items()):
             a = self.args.for_group(g)
             b = self.buf[g]
             # A step whose mask left one action per head was no decision (`compute_gae`)
             choice = b["action_mask"].sum(-1) > len(pol.splits) if a.gae_skip_forced and "action_mask" in b else None
-            adv, ret = compute_gae(b["rew"], b["value"], b["next_value"], b["term"], b["ended"], a.gamma, a.gae_lambda,
-                                   choice=choice)
+            gae = fused.gae if g in self.fused else compute_gae
+            adv, ret = gae(b["rew"], b["value"], b["next_value"], b["term"], b["ended"], a.gamma, a.gae_lambda,
+                           choice=choice)
             flat = {k: v.reshape(-1, *v.shape[3:]) for k, v in b.items()}
             adv, ret, m = adv.reshape(-1), ret.reshape(-1), flat["mask"]
             if a.norm_adv:
                 mean = (adv * m).sum() / m.sum().clamp_min(1)
                 std = (((adv - mean) ** 2 * m).sum() / m.sum().clamp_min(1)).sqrt()
                 adv = (adv - mean) / (std + 1e-8)
-            ent_coef = a.ent_coef_at(self.iteration * a.env_steps_per_iteration)
+            flat["adv"], flat["ret"] = adv, ret
             size = adv.shape[0]
-            mb = max(1, size // a.num_minibatches)
+            minibatch = self._fused_minibatch if g in self.fused else self._torch_minibatch
             for _ in range(a.update_epochs):
-                perm = torch.randperm(size, device=self.device)
-                for start in range(0, size, mb):
-                    idx = perm[start:start + mb]
-                    mask = flat["action_mask"][idx] if "action_mask" in flat else None
-                    _, logp, ent, value = pol.act(flat["obs"][idx], flat["act"][idx], mask=mask)
-                    loss, st = ppo_loss(logp, flat["logp"][idx], adv[idx], value, flat["value"][idx], ret[idx], ent,
-                                        m[idx], a.clip_coef, a.vf_coef, ent_coef, a.vf_clip)
-                    self.opt.zero_grad()
-                    loss.backward()
-                    self.sync_gradients()
+                perm = torch.rand(size, device=self.device).argsort()
+                for start, count in self._minibatches(a, size):
+                    minibatch(gi, g, a, flat, perm, start, count)
                     nn.utils.clip_grad_norm_(pol.parameters(), a.max_grad_norm)
-                    self.opt.step()
-                    self.loss_acc[gi] += torch.stack([st[k].detach() for k in LOSS_STATS])
-                    self.updates_since_log[gi] += 1
+                    self.opts[g].step()
+
+    def _torch_minibatch(self, gi: int, g: str, a: Args, flat: dict, perm, start: int, count: int):
+        """One minibatch's gradient by autograd: the reference for `_fused_minibatch`."""
+        idx = perm[start:start + count]
+        mask = flat["action_mask"][idx] if "action_mask" in flat else None
+        _, logp, ent, value = self.policies[g].act(flat["obs"][idx], flat["act"][idx], mask=mask)
+        loss, st = ppo_loss(logp, flat["logp"][idx], flat["adv"][idx], value, flat["value"][idx], flat["ret"][idx],
+                            ent, flat["mask"][idx], a.clip_coef, a.vf_coef, self.ent_coefs[g], a.vf_clip)
+        self.opts[g].zero_grad()
+        loss.backward()
+        self.sync_gradients()
+        self.loss_acc[gi] += torch.stack([st[k].detach() for k in LOSS_STATS])
+
+    def _fused_minibatch(self, gi: int, g: str, a: Args, flat: dict, perm, start: int, count: int):
+        """The same gradient by the kernels: each program's share of it, summed into the parameters' grads."""
+        k, pol = self._kernel_state[g], self.policies[g]
+        scale = flat["mask"][perm[start:start + count]].sum().clamp_min(1.0).reciprocal()
+        vf_clip = a.clip_coef if a.vf_clip is None else a.vf_clip
+        for net, critic, column, stats in ((pol.actor, False, 0, k["stats_column"]),
+                                           (pol.critic, True, k["critic_column"], k["stats_column"] + 1)):
+            fused.ppo_grads(net, critic, perm, start, count, flat, scale, self.ent_coefs[g], k["heads"], k["partial"],
+                            column, stats, a.clip_coef, a.vf_coef, vf_clip)
+        torch.sum(k["partial"], 0, out=k["flat"])
+        self.sync_gradients()
+        self.loss_acc[gi] += k["flat"][k["stats_column"]:]
 
     def sync_gradients(self):
-        """Hook between backward and the optimiser step: a data-parallel run all-reduces gradients here."""
+        """Hook between the gradient and the optimiser step: a data-parallel run all-reduces gradients here."""
 
+    # ----------------------------------------------------------------- metrics
     def read_metrics(self) -> dict[str, float]:
         """Metrics since the last read (one host sync); the accumulators restart from zero."""
         values = torch.cat([self.episode_acc.float(), self.loss_acc.flatten()]).tolist()
@@ -315,103 +412,12 @@ class Trainer:
         return (["episodes", "episode_length", *(f"return/{g}" for g in self.env.groups)]
                 + [f"loss/{g}/{k}" for g in self.policies for k in LOSS_STATS])
 
-    # ----------------------------------------------------------------- persistence
-    def save(self, path: Path, env_state: bool = True):
-        """Everything a resumed run needs to continue exactly, written atomically.
+    # ----------------------------------------------------------------- persistence (trainers.checkpoint)
+    def save(self, path, env_state: bool = True):
+        """`trainers.checkpoint.save`: everything a resumed run needs to continue exactly."""
+        checkpoint.save(self, path, env_state)
 
-        With ``env_state=False`` the env's buffers stay out (tens of MB for a large batch of a big
-        env) and each env's finished-episode count goes in: a run resumed from it starts fresh
-        episodes, seeded apart from the ones it began with, and whatever counts episodes (the
-        economy's tax annealing) goes on from the counts.
-        """
-        state = {"args": dataclasses.asdict(self.args), "iteration": self.iteration, "seconds": self.seconds,
-                 "policies": self.policies.state_dict(), "opt": self.opt.state_dict(),
-                 "torch_rng": torch.get_rng_state(),
-                 "cuda_rng": torch.cuda.get_rng_state(self.device) if self.device.type == "cuda" else None,
-                 "episode_acc": self.episode_acc, "loss_acc": self.loss_acc,
-                 "updates_since_log": self.updates_since_log}
-        if env_state:
-            state["env_state"] = self.env.buffers.storage
-            state["env_layout"] = self.env.buffers.layout_record()
-        else:
-            state["episode_counts"] = self.env.state.ep_count.clone()
-        tmp = path.with_suffix(".tmp")
-        torch.save(state, tmp)
-        os.replace(tmp, path)  # atomic: a crash mid-write never leaves a broken checkpoint
-
-    def _warm_start(self, path: str):
-        """Copies the policies of ``path``'s checkpoint into the groups of this run that it has."""
-        saved = torch.load(path, map_location=self.device, weights_only=False)["policies"]
-        by_group: dict[str, dict] = {}
-        for key, value in saved.items():
-            group, _, name = key.partition(".")
-            by_group.setdefault(group, {})[name] = value
-        shared = [g for g in self.policies if g in by_group]
-        if not shared:
-            raise ValueError(f"init_from {path} holds policies for {sorted(by_group)}, none of the groups "
-                             f"this run trains ({list(self.policies)})")
-        for g in shared:
-            try:
-                self.policies[g].load_state_dict(by_group[g])
-            except RuntimeError as err:
-                raise ValueError(f"init_from {path}: the {g!r} policy there does not fit this run's "
-                                 f"(observation or action spaces, or hidden width, differ): {err}") from None
-
-    def load(self, path: Path):
-        state = torch.load(path, map_location=self.device, weights_only=False)
-        if "env_state" in state:  # checked before anything changes: a refused checkpoint leaves the run as it was
-            self.env.buffers.check_layout_record(state.get("env_layout"), str(path))
-        self.policies.load_state_dict(state["policies"])
-        self.opt.load_state_dict(state["opt"])
-        self.iteration, self.seconds = state["iteration"], state["seconds"]
-        torch.set_rng_state(state["torch_rng"].cpu())
-        if state["cuda_rng"] is not None and self.device.type == "cuda":
-            torch.cuda.set_rng_state(state["cuda_rng"].cpu(), self.device)
-        if "env_state" in state:
-            # The env's observations live in its state buffer, so this restores them too.
-            self.env.buffers.storage.copy_(state["env_state"])
-        else:  # fresh episodes, seeded apart from every earlier start of this run
-            self._reset_env(self.args.seed + self.rank + RESTART_SEED * self.iteration, state["episode_counts"])
-        self.episode_acc.copy_(state["episode_acc"])
-        self.loss_acc.copy_(state["loss_acc"])
-        self.updates_since_log = list(state["updates_since_log"])
-
-
-class StopRequest:
-    """While active, a first Ctrl-C asks the loop to stop after the current iteration; a second one stops at once."""
-
-    def __init__(self):
-        self.requested = False
-        self._previous = None
-
-    def _handle(self, signum, frame):
-        if self.requested:
-            raise KeyboardInterrupt
-        self.requested = True
-        print("\nCtrl-C: stopping after this iteration and writing a checkpoint (Ctrl-C again to stop now)",
-              flush=True)
-
-    def __enter__(self):
-        if threading.current_thread() is threading.main_thread():
-            self._previous = signal.signal(signal.SIGINT, self._handle)
-        return self
-
-    def __exit__(self, *exc):
-        if self._previous is not None:
-            signal.signal(signal.SIGINT, self._previous)
-
-
-def main(argv=None):
-    """``python -m trainers.ppo [ENV_ID] [flags]``: the same as ``gpu-zoo train``."""
-    import sys
-
-    from trainers.cli import main as cli_main
-
-    code = cli_main(["train", *(sys.argv[1:] if argv is None else argv)])
-    if argv is None:
-        sys.exit(code)
-    return code
-
-
-if __name__ == "__main__":
-    main()
+    def load(self, path):
+        """`trainers.checkpoint.load`; a refused checkpoint changes nothing."""
+        checkpoint.load(self, path)
+        self._graphs.clear()  # the optimisers' state tensors were replaced: captures would use the old ones

@@ -15,6 +15,7 @@ import numpy as np
 import torch
 
 from .buffers import Buffers
+from .graphs import capture
 from .launch import Launcher, default_device, simulator_enabled
 from .layout import Layout
 from .spec import EnvSpec
@@ -222,16 +223,9 @@ class BatchedEnv:
         return self.obs, self.rewards, self.terminated, self.truncated, self.info
 
     def _replay_step(self):
-        """The step kernel as a CUDA graph: captured once (capture runs nothing), then replayed.
-
-        Captured on a stream of the env's own GPU: torch's default capture stream is made once,
-        on whichever GPU captured first, and a launch for another GPU would bypass it.
-        """
+        """The step kernel as a CUDA graph: captured once (capture runs nothing), then replayed."""
         if self._graph is None:
-            graph = torch.cuda.CUDAGraph()
-            with torch.cuda.device(self.device), torch.cuda.graph(graph, stream=torch.cuda.Stream(self.device)):
-                self._launcher.step()
-            self._graph = graph
+            self._graph = capture(self._launcher.step, self.device)
         self._graph.replay()
 
     def _load_actions(self, actions: Mapping[str, torch.Tensor]):

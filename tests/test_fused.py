@@ -1,0 +1,230 @@
+"""The Triton kernels of the trainer's GPU path against the plain torch code they replace.
+
+Without a GPU they run under Triton's interpreter (``TRITON_INTERPRET=1``, set by conftest), on
+CPU tensors, where products are exact fp32; on a GPU (``GPU_ZOO_REAL_CUDA=1``) for real, with
+full-precision products (``GPU_ZOO_DOT_PRECISION=ieee``, set by conftest) so the tolerances hold.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import gymnasium
+import pytest
+import torch
+
+from tests.conftest import REAL_CUDA
+from trainers import fused
+from trainers.config import Args
+from trainers.policy import GroupPolicy
+from trainers.ppo import LOSS_STATS, Trainer, compute_gae, ppo_loss
+
+DEVICE = torch.device("cuda" if REAL_CUDA else "cpu")
+TOL = dict(rtol=1e-4, atol=1e-5)
+
+
+def policy(obs_size: int, space, hidden: int = 32, seed: int = 0) -> GroupPolicy:
+    torch.manual_seed(seed)
+    pol = GroupPolicy(obs_size, space, hidden).to(DEVICE)
+    with torch.no_grad():  # weights large enough that the heads are far from uniform
+        for p in pol.parameters():
+            p.mul_(3.0)
+    return pol
+
+
+def test_which_networks_fit_the_kernels():
+    assert fused.triton is not None, "Triton is a test dependency: the kernels must run here"
+    assert fused.supported(16, 64, 5) and not fused.supported(1225, 128, 50) and not fused.supported(16, 256, 5)
+
+
+@pytest.mark.parametrize("D,H,O", [(14, 64, 5), (3, 16, 1), (40, 100, 17)])
+def test_forward_is_the_network(D, H, O):
+    torch.manual_seed(1)
+    seq = torch.nn.Sequential(torch.nn.Linear(D, H), torch.nn.Tanh(), torch.nn.Linear(H, H), torch.nn.Tanh(),
+                              torch.nn.Linear(H, O)).to(DEVICE)
+    x = torch.randn(3, 47, D, device=DEVICE)
+    torch.testing.assert_close(fused.forward(seq, x), seq(x).detach(), **TOL)
+
+
+def minibatch(pol: GroupPolicy, rows: int, masked: bool, seed: int = 2) -> dict:
+    """A stored batch as a rollout leaves it: actions drawn from the policy (under the mask), old values."""
+    gen = torch.Generator(device="cpu").manual_seed(seed)
+    obs = torch.randn(rows, pol.actor[0].in_features, generator=gen).to(DEVICE)
+    mask = None
+    if masked:
+        mask = (torch.rand(rows, pol.logits_size, generator=gen) < 0.6).to(DEVICE)
+        start = 0
+        for n in pol.splits:  # one feasible action per head at least
+            mask[torch.arange(rows), start + torch.randint(0, n, (rows,), generator=gen).to(DEVICE)] = True
+            start += n
+    with torch.no_grad():
+        act, logp, _, value = pol.act(obs, mask=mask)
+    jitter = lambda scale: scale * torch.randn(rows, generator=gen).to(DEVICE)  # noqa: E731
+    batch = {"obs": obs, "act": act.to(torch.int32), "logp": logp + jitter(0.3), "value": value + jitter(0.5),
+             "adv": jitter(1.0), "ret": value + jitter(1.0), "mask": (torch.rand(rows, generator=gen) < 0.9).float()
+             .to(DEVICE)}
+    if masked:
+        batch["action_mask"] = mask
+    return batch
+
+
+def reference_grads(pol, batch, idx, clip, vf_coef, ent_coef, vf_clip):
+    pol.zero_grad()
+    mask = batch["action_mask"][idx] if "action_mask" in batch else None
+    _, logp, ent, value = pol.act(batch["obs"][idx], batch["act"][idx].long(), mask=mask)
+    loss, st = ppo_loss(logp, batch["logp"][idx], batch["adv"][idx], value, batch["value"][idx], batch["ret"][idx],
+                        ent, batch["mask"][idx], clip, vf_coef, ent_coef, vf_clip)
+    loss.backward()
+    return [p.grad.clone() for p in pol.parameters()], torch.stack([st[k].detach() for k in LOSS_STATS])
+
+
+@pytest.mark.parametrize("space,masked", [(gymnasium.spaces.Discrete(5), False),
+                                          (gymnasium.spaces.Discrete(5), True),
+                                          (gymnasium.spaces.MultiDiscrete([3, 4, 2]), True)])
+@pytest.mark.parametrize("vf_clip", [0.2, 0.0])
+def test_the_loss_gradient_is_autograds(space, masked, vf_clip):
+    """Every weight's gradient and every loss statistic of one minibatch, as `ppo_loss` + autograd give them."""
+    pol = policy(11, space)
+    batch = minibatch(pol, 300, masked)
+    perm = torch.randperm(300, generator=torch.Generator().manual_seed(3)).to(DEVICE)
+    start, count = 40, 150  # a minibatch in the middle of the permutation, several tiles long
+    clip, vf_coef, ent_coef = 0.2, 0.5, 0.05
+    want, want_stats = reference_grads(pol, batch, perm[start:start + count], clip, vf_coef, ent_coef, vf_clip)
+    sizes = [p.numel() for p in pol.parameters()]
+    out = torch.full((fused.num_programs(DEVICE), sum(sizes) + len(LOSS_STATS)), float("nan"), device=DEVICE)
+    scale = batch["mask"][perm[start:start + count]].sum().reciprocal()
+    heads = fused.head_bounds(pol.splits, DEVICE)
+    ent = torch.tensor(ent_coef, device=DEVICE)
+    n_actor = sum(p.numel() for p in pol.actor.parameters())
+    fused.ppo_grads(pol.actor, False, perm, start, count, batch, scale, ent, heads, out, 0, sum(sizes), clip, vf_coef,
+                    vf_clip)
+    fused.ppo_grads(pol.critic, True, perm, start, count, batch, scale, ent, heads, out, n_actor, sum(sizes) + 1,
+                    clip, vf_coef, vf_clip)
+    total = out.sum(0)
+    got = total[:-len(LOSS_STATS)].split(sizes)
+    for name, (p, g, w) in zip([n for n, _ in pol.named_parameters()], zip(pol.parameters(), got, want), strict=True):
+        torch.testing.assert_close(g.view_as(p), w, **TOL, msg=lambda m, name=name: f"{name}: {m}")
+    torch.testing.assert_close(total[-len(LOSS_STATS):], want_stats, **TOL)
+
+
+@pytest.mark.parametrize("space,masked", [(gymnasium.spaces.Discrete(4), False),
+                                          (gymnasium.spaces.MultiDiscrete([3, 2]), True)])
+def test_act_samples_the_policy_and_writes_the_step(space, masked):
+    E, n, T, t = 400, 3, 4, 2
+    pol = policy(6, space, hidden=16)
+    obs = torch.randn(1, 1, 6, device=DEVICE).expand(E, n, 6).contiguous()  # one state, many draws
+    nh = len(pol.splits)
+    mask = None
+    if masked:
+        mask = torch.ones(E, n, pol.logits_size, dtype=torch.bool, device=DEVICE)
+        mask[..., 1] = False
+    storage = {"obs": torch.zeros(T, E, n, 6, device=DEVICE), "logp": torch.zeros(T, E, n, device=DEVICE),
+               "act": torch.zeros(T, E, n, *([nh] if nh > 1 else []), dtype=torch.int32, device=DEVICE),
+               "action_mask": torch.zeros(T, E, n, pol.logits_size, dtype=torch.bool, device=DEVICE)}
+    env_actions = torch.full_like(storage["act"][0], -1)
+    step = torch.tensor([5], device=DEVICE)
+    key = fused.draw_key(0, 0, 1)
+    fused.act(pol.actor, obs, mask, env_actions, storage, torch.tensor([t], device=DEVICE), step,
+              fused.head_bounds(pol.splits, DEVICE), key)
+    assert torch.equal(storage["act"][t], env_actions) and torch.equal(storage["obs"][t], obs)
+    assert not storage["obs"][t - 1].any() and not storage["logp"][t + 1].any()
+    with torch.no_grad():
+        _, logp, _, _ = pol.act(obs, env_actions.long(), mask=mask)
+    torch.testing.assert_close(storage["logp"][t], logp, **TOL)
+    if masked:
+        assert torch.equal(storage["action_mask"][t], mask)
+        assert (env_actions[..., 0] != 1).all(), "a masked action was drawn"
+    # the first head's frequencies are its probabilities (1200 draws: within 5 standard errors)
+    logits = pol.actor(obs[0, 0]).detach()
+    if masked:
+        logits = logits.masked_fill(~mask[0, 0], -1e9)
+    p = logits[:pol.splits[0]].softmax(-1)
+    first = env_actions.reshape(E * n, -1)[:, 0] if nh > 1 else env_actions.reshape(-1)
+    freq = torch.bincount(first.long(), minlength=pol.splits[0]).float() / first.numel()
+    assert ((freq - p).abs() <= 5 * (p * (1 - p) / first.numel()).sqrt() + 1e-3).all(), (freq, p)
+    again = torch.full_like(env_actions, -1)
+    fused.act(pol.actor, obs, mask, again, storage, torch.tensor([t], device=DEVICE), step,
+              fused.head_bounds(pol.splits, DEVICE), key)
+    assert torch.equal(again, env_actions), "the same key and step draw the same"
+    fused.act(pol.actor, obs, mask, again, storage, torch.tensor([t], device=DEVICE), step + 1,
+              fused.head_bounds(pol.splits, DEVICE), key)
+    assert not torch.equal(again, env_actions), "the next step draws anew"
+
+
+@pytest.mark.parametrize("with_choice", [False, True])
+def test_gae_is_compute_gae(with_choice):
+    gen = torch.Generator().manual_seed(4)
+    T, M = 9, 70
+    r = lambda: torch.randn(T, M, generator=gen).to(DEVICE)  # noqa: E731
+    term = (torch.rand(T, M, generator=gen) < 0.1).float().to(DEVICE)
+    ended = torch.maximum(term, (torch.rand(T, M, generator=gen) < 0.1).float().to(DEVICE))
+    choice = (torch.rand(T, M, generator=gen) < 0.5).to(DEVICE) if with_choice else None
+    args = (r(), r(), r(), term, ended)
+    want = compute_gae(*args, 0.97, 0.9, choice=choice)
+    got = fused.gae(*args, 0.97, 0.9, choice=choice)
+    for g, w in zip(got, want, strict=True):
+        torch.testing.assert_close(g, w, **TOL)
+
+
+def tiny(env_id: str, **kw) -> Args:
+    presets = {"simple_tag_v3": dict(max_cycles=5), "tag_gridworld_v0": dict(num_taggers=2, num_runners=2,
+                                                                            grid_length=4, max_cycles=5)}
+    return Args(env_id=env_id, env_kwargs=presets[env_id], num_envs=4, num_steps=8, total_env_steps=64,
+                device=str(DEVICE), eval_episodes=0, gif=False, cuda_graph=False, hidden=16, **kw)
+
+
+@pytest.fixture
+def kernels_on_this_device(monkeypatch):
+    monkeypatch.setattr(fused, "available", lambda device: True)
+
+
+@pytest.mark.parametrize("env_id", ["simple_tag_v3", "tag_gridworld_v0"])
+def test_a_fused_rollout_is_the_env_stepped_with_its_actions(kernels_on_this_device, env_id):
+    """Storage, values and the episode metrics of a kernel rollout, replayed through the env by hand."""
+    trainer = Trainer(tiny(env_id))
+    assert trainer.fused == tuple(trainer.policies)
+    reference = Trainer(dataclasses.replace(trainer.args, fused=False))
+    assert reference.fused == ()
+    trainer.rollout()
+    env = reference.env
+    episodes = torch.zeros_like(trainer.episode_acc)
+    for t in range(trainer.args.num_steps):
+        for g in trainer.policies:
+            assert torch.equal(trainer.buf[g]["obs"][t], env.obs[g]), (g, t)
+        obs, rew, term, trunc, info = env.step({g: trainer.buf[g]["act"][t] for g in env.groups})
+        for g, pol in trainer.policies.items():
+            b = trainer.buf[g]
+            nxt = torch.where(info["done"].view(-1, 1, 1), info["final_obs"][g], obs[g])
+            assert torch.equal(b["rew"][t], rew[g]) and torch.equal(b["next_obs"][t], nxt)
+            assert torch.equal(b["ended"][t], (term[g] | trunc[g]).float())
+            assert torch.equal(b["mask"][t], info["active"][g].float())
+            with torch.no_grad():
+                _, logp, _, value = pol.act(b["obs"][t], b["act"][t].long())
+                torch.testing.assert_close(b["logp"][t], logp, **TOL)
+                torch.testing.assert_close(b["value"][t], value, **TOL)
+                torch.testing.assert_close(b["next_value"][t], pol.value(nxt), **TOL)
+        d = info["done"].double()
+        stats = env.episode_stats()
+        episodes += torch.stack([d.sum(), (stats["length"] * d).sum(),
+                                 *((stats[f"return_{g}"].mean(-1) * d).sum() for g in env.groups)])
+    torch.testing.assert_close(trainer.episode_acc, episodes)
+    assert episodes[0] > 0, "episodes ended inside the rollout"
+
+
+def test_a_fused_update_is_the_torch_update(kernels_on_this_device):
+    """The same rollout in storage, the same permutations: the kernels' update leaves the same weights."""
+    first = Trainer(tiny("simple_tag_v3", ent_coef=0.05))
+    second = Trainer(dataclasses.replace(first.args, fused=False))
+    assert first.fused and not second.fused
+    first.rollout()
+    second.policies.load_state_dict(first.policies.state_dict())
+    for g, b in first.buf.items():
+        for k, v in b.items():
+            second.buf[g][k].copy_(v)
+    for trainer in (first, second):
+        torch.manual_seed(5)  # the same minibatches
+        trainer.update()
+    for g in first.policies:
+        for (name, a), b in zip(first.policies[g].named_parameters(), second.policies[g].parameters(), strict=True):
+            torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5, msg=lambda m, name=name: f"{g}.{name}: {m}")
+    torch.testing.assert_close(first.loss_acc, second.loss_acc, **TOL)

@@ -187,6 +187,9 @@ class Trainer:
         self.loss_acc = torch.zeros(len(self.policies), len(LOSS_STATS), device=self.device)
         self.updates_since_log = [0] * len(self.policies)  # minibatches per group, counted on the host
         self._kernel_state = {g: self._kernel_buffers(g) for g in self.fused}
+        # where the torch path adds finished episodes into ``episode_acc``: what the kernels do not
+        index = [2 + i for i, g in enumerate(self.env.groups) if g not in self.fused]
+        self._acc_index = torch.tensor(index if self.fused else [0, 1, *index], device=self.device)
 
     def _reset_env(self, seed: int, episode_counts: torch.Tensor | None = None):
         """Fresh episodes from ``seed``; with ``stagger_starts`` each env's first starts at a step drawn from it."""
@@ -290,26 +293,23 @@ class Trainer:
             env.actions[g].copy_(pol.to_env(act))
         obs, rew, term, trunc, info = env.step()
         done = info["done"]
-        counted = []  # what the kernels added to ``acc``: the episode count and each fused group's returns
         for g in self.policies:
             b = self.buf[g]
-            if g in self.fused:
-                fused.record(env, g, env.groups.index(g), b, acc, t, first=not counted)
-                counted.append(g)
+            if g in self.fused:  # the kernel also adds its group's finished episodes to ``acc``
+                fused.record(env, g, env.groups.index(g), b, acc, t, first=g == self.fused[0])
                 continue
             put(b["rew"], t, rew[g])
             put(b["term"], t, term[g])
             put(b["ended"], t, term[g] | trunc[g])
             put(b["mask"], t, info["active"][g])
             put(b["next_obs"], t, torch.where(done.view(-1, 1, 1), info["final_obs"][g], obs[g]))
-        rest = [g for g in env.groups if g not in counted]
+        rest = [g for g in env.groups if g not in self.fused]  # episodes the kernels did not count
         if rest:
             stats, d = env.episode_stats(), done.double()
             parts = [(stats[f"return_{g}"].mean(-1) * d).sum() for g in rest]
-            index = [2 + env.groups.index(g) for g in rest]
-            if not counted:
-                parts, index = [d.sum(), (stats["length"] * d).sum(), *parts], [0, 1, *index]
-            acc.index_add_(0, torch.tensor(index, device=self.device), torch.stack(parts))
+            if not self.fused:
+                parts = [d.sum(), (stats["length"] * d).sum(), *parts]
+            acc.index_add_(0, self._acc_index, torch.stack(parts))
         self.counters += 1
 
     # ----------------------------------------------------------------- update

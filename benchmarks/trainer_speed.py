@@ -20,6 +20,7 @@ import time
 
 import torch
 
+from trainers import fused
 from trainers.config import Args, with_overrides
 from trainers.ppo import Trainer
 
@@ -55,7 +56,8 @@ def measure(args: Args, iterations: int) -> dict:
         rollout, update = rollout + t1 - t0, update + time.perf_counter() - t1
     steps = iterations * args.env_steps_per_iteration
     return {"env": args.env_id, "num_envs": args.num_envs, "num_steps": args.num_steps, "device": str(trainer.device),
-            "fused_groups": list(trainer.fused), "cuda_graph": args.cuda_graph, "build_s": round(built, 2),
+            "fused_groups": list(trainer.fused), "precision": fused.PRECISION, "grad_tile": fused.GRAD_TILE,
+            "cuda_graph": args.cuda_graph, "build_s": round(built, 2),
             "warmup_s": round(warm, 2), "rollout_ms": round(1e3 * rollout / iterations, 3),
             "update_ms": round(1e3 * update / iterations, 3), "env_steps_per_s": round(steps / (rollout + update))}
 

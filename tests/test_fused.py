@@ -37,11 +37,11 @@ def test_which_networks_fit_the_kernels():
     assert fused.supported(16, 64, 5) and not fused.supported(1225, 128, 50) and not fused.supported(16, 256, 5)
 
 
-@pytest.mark.parametrize("D,H,O", [(14, 64, 5), (3, 16, 1), (40, 100, 17)])
-def test_forward_is_the_network(D, H, O):
+@pytest.mark.parametrize("D,H,OUT", [(14, 64, 5), (3, 16, 1), (40, 100, 17)])
+def test_forward_is_the_network(D, H, OUT):
     torch.manual_seed(1)
     seq = torch.nn.Sequential(torch.nn.Linear(D, H), torch.nn.Tanh(), torch.nn.Linear(H, H), torch.nn.Tanh(),
-                              torch.nn.Linear(H, O)).to(DEVICE)
+                              torch.nn.Linear(H, OUT)).to(DEVICE)
     x = torch.randn(3, 47, D, device=DEVICE)
     torch.testing.assert_close(fused.forward(seq, x), seq(x).detach(), **TOL)
 
@@ -102,7 +102,7 @@ def test_the_loss_gradient_is_autograds(space, masked, vf_clip):
                     clip, vf_coef, vf_clip)
     total = out.sum(0)
     got = total[:-len(LOSS_STATS)].split(sizes)
-    for name, (p, g, w) in zip([n for n, _ in pol.named_parameters()], zip(pol.parameters(), got, want), strict=True):
+    for (name, p), g, w in zip(pol.named_parameters(), got, want, strict=True):
         torch.testing.assert_close(g.view_as(p), w, **TOL, msg=lambda m, name=name: f"{name}: {m}")
     torch.testing.assert_close(total[-len(LOSS_STATS):], want_stats, **TOL)
 
@@ -226,5 +226,26 @@ def test_a_fused_update_is_the_torch_update(kernels_on_this_device):
         trainer.update()
     for g in first.policies:
         for (name, a), b in zip(first.policies[g].named_parameters(), second.policies[g].parameters(), strict=True):
-            torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5, msg=lambda m, name=name: f"{g}.{name}: {m}")
+            torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5, msg=lambda m, name=f"{g}.{name}": f"{name}: {m}")
     torch.testing.assert_close(first.loss_acc, second.loss_acc, **TOL)
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("kernels", [True, False])
+def test_a_graphed_iteration_is_an_eager_one(kernels):
+    """On a GPU a captured rollout and update, replayed, compute what the same calls compute eagerly."""
+    graphed = Trainer(dataclasses.replace(tiny("simple_tag_v3"), cuda_graph=True, fused=kernels))
+    eager = Trainer(dataclasses.replace(graphed.args, cuda_graph=False))
+    assert bool(graphed.fused) == kernels
+    for i in range(3):  # eager and captured, then replayed twice
+        for trainer in (graphed, eager):
+            torch.cuda.manual_seed(11 + i)
+            trainer.rollout()
+            trainer.update()
+    assert set(graphed._graphs) == {"rollout", "update"}
+    for g in graphed.policies:
+        for name, b in graphed.buf[g].items():
+            torch.testing.assert_close(b, eager.buf[g][name], msg=lambda m, name=f"{g} {name}": f"{name}: {m}")
+        for a, b in zip(graphed.policies[g].parameters(), eager.policies[g].parameters(), strict=True):
+            torch.testing.assert_close(a, b)
+    torch.testing.assert_close(graphed.read_metrics(), eager.read_metrics())

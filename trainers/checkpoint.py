@@ -56,9 +56,7 @@ def warm_start(trainer, path: str):
 
 
 def load(trainer, path: Path):
-    """Continues ``trainer`` from ``path``; checked before anything changes, so a refused checkpoint
-    leaves the run as it was.
-    """
+    """Continues ``trainer`` from ``path``; checked before anything changes: a refused checkpoint changes nothing."""
     state = torch.load(path, map_location=trainer.device, weights_only=False)
     if "env_state" in state:
         trainer.env.buffers.check_layout_record(state.get("env_layout"), str(path))

@@ -174,8 +174,8 @@ learning rate, a larger entropy bonus and wider networks than its workers; a gro
 per period (the planner) may want its own credit horizon, and fewer passes over a batch in which
 it decided once a period (each pass costs what a worker group's does)."""
 
-RUN_CONTROL = ("total_env_steps", "out", "device", "cuda_graph", "fused", "torch_threads", "checkpoint_every", "log_every",
-               "eval_episodes", "gif")
+RUN_CONTROL = ("total_env_steps", "out", "device", "cuda_graph", "fused", "torch_threads", "checkpoint_every",
+               "log_every", "eval_episodes", "gif")
 """Fields a resumed run may change: they steer the run, not what it computes."""
 
 

@@ -36,7 +36,6 @@ except ImportError:  # the CPU build of torch comes without Triton; the torch pa
 
 MAX_IN, MAX_HIDDEN, MAX_OUT = 128, 128, 64  # padded widths the kernels hold in registers
 BLOCK_ROWS = 64
-MASKED_LOGIT = -1e9  # as `trainers.policy.MASKED_LOGIT`: exp() of it is exactly zero
 PRECISION = os.environ.get("GPU_ZOO_DOT_PRECISION", "tf32")  # "ieee" for full fp32 products
 
 
@@ -63,8 +62,8 @@ def mlp_weights(seq: torch.nn.Sequential) -> tuple[torch.Tensor, ...]:
 
 def _dims(weights, x_width: int) -> dict:
     w1, _, _, _, w3, _ = weights
-    H, D, O = w1.shape[0], x_width, w3.shape[0]
-    return dict(D=D, H=H, O=O, DP=_pad(D), HP=_pad(H), OP=_pad(O))
+    H, D, OUT = w1.shape[0], x_width, w3.shape[0]
+    return dict(D=D, H=H, OUT=OUT, DP=_pad(D), HP=_pad(H), OP=_pad(OUT))
 
 
 def num_programs(device: torch.device) -> int:
@@ -74,7 +73,17 @@ def num_programs(device: torch.device) -> int:
     return 2 * torch.cuda.get_device_properties(device).multi_processor_count
 
 
+GRAD_TILE = dict(BM=64, num_warps=4)  # rows per tile and warps per program of `ppo_grads`
+
 if triton is not None:
+    MASKED_LOGIT = tl.constexpr(-1e9)  # as `trainers.policy.MASKED_LOGIT`: exp() of it is exactly zero
+
+    @triton.jit
+    def _dot(a, b, PREC: tl.constexpr):
+        if PREC == "bf16":
+            return tl.dot(a.to(tl.bfloat16), b.to(tl.bfloat16), out_dtype=tl.float32)
+        return tl.dot(a, b, input_precision=PREC)
+
     @triton.jit
     def _tanh(x):
         e = tl.exp(-2.0 * tl.abs(x))
@@ -82,27 +91,28 @@ if triton is not None:
         return tl.where(x >= 0, t, -t)
 
     @triton.jit
-    def _load_weights(w1, b1, w2, b2, w3, b3, D, H, O, DP: tl.constexpr, HP: tl.constexpr, OP: tl.constexpr):
+    def _load_weights(w1, b1, w2, b2, w3, b3, D, H, OUT, DP: tl.constexpr, HP: tl.constexpr, OP: tl.constexpr):
         """The layers as (in, out) tiles, zero-padded: products with them need no masks."""
         d, h, o = tl.arange(0, DP), tl.arange(0, HP), tl.arange(0, OP)
         w1t = tl.load(w1 + h[None, :] * D + d[:, None], mask=(d[:, None] < D) & (h[None, :] < H), other=0.0)
         w2t = tl.load(w2 + h[None, :] * H + h[:, None], mask=(h[:, None] < H) & (h[None, :] < H), other=0.0)
-        w3t = tl.load(w3 + o[None, :] * H + h[:, None], mask=(h[:, None] < H) & (o[None, :] < O), other=0.0)
+        w3t = tl.load(w3 + o[None, :] * H + h[:, None], mask=(h[:, None] < H) & (o[None, :] < OUT), other=0.0)
         bb1 = tl.load(b1 + h, mask=h < H, other=0.0)
         bb2 = tl.load(b2 + h, mask=h < H, other=0.0)
-        bb3 = tl.load(b3 + o, mask=o < O, other=0.0)
+        bb3 = tl.load(b3 + o, mask=o < OUT, other=0.0)
         return w1t, bb1, w2t, bb2, w3t, bb3
 
     @triton.jit
     def _forward(x, w1t, bb1, w2t, bb2, w3t, bb3, PREC: tl.constexpr):
-        h1 = _tanh(tl.dot(x, w1t, input_precision=PREC) + bb1[None, :])
-        h2 = _tanh(tl.dot(h1, w2t, input_precision=PREC) + bb2[None, :])
-        return h1, h2, tl.dot(h2, w3t, input_precision=PREC) + bb3[None, :]
+        h1 = _tanh(_dot(x, w1t, PREC) + bb1[None, :])
+        h2 = _tanh(_dot(h1, w2t, PREC) + bb2[None, :])
+        return h1, h2, _dot(h2, w3t, PREC) + bb3[None, :]
 
     @triton.jit
     def _heads(logits, cols, act_ptr, heads_ptr, NH: tl.constexpr):
-        """Per row: log-prob of the taken actions (``act_ptr``: (rows, NH) pointers), the entropy,
-        and per column the probability, log-probability, whether it was taken and its head's entropy.
+        """Per row the log-prob of the taken actions (``act_ptr``: their (rows, NH) pointers) and the entropy.
+
+        Per column also the probability, log-probability, whether it was taken and its head's entropy.
         """
         logp = tl.zeros([logits.shape[0]], tl.float32)
         ent = tl.zeros([logits.shape[0]], tl.float32)
@@ -131,19 +141,19 @@ if triton is not None:
         return logp, ent, prob, lprob, taken, head_ent
 
     @triton.jit
-    def _forward_kernel(x_ptr, y_ptr, w1, b1, w2, b2, w3, b3, M, D, H, O, DP: tl.constexpr, HP: tl.constexpr,
+    def _forward_kernel(x_ptr, y_ptr, w1, b1, w2, b2, w3, b3, M, D, H, OUT, DP: tl.constexpr, HP: tl.constexpr,
                         OP: tl.constexpr, BM: tl.constexpr, PREC: tl.constexpr):
         rows = tl.program_id(0) * BM + tl.arange(0, BM)
         d, o = tl.arange(0, DP), tl.arange(0, OP)
         rm = rows < M
         x = tl.load(x_ptr + rows[:, None] * D + d[None, :], mask=rm[:, None] & (d[None, :] < D), other=0.0)
-        w1t, bb1, w2t, bb2, w3t, bb3 = _load_weights(w1, b1, w2, b2, w3, b3, D, H, O, DP, HP, OP)
+        w1t, bb1, w2t, bb2, w3t, bb3 = _load_weights(w1, b1, w2, b2, w3, b3, D, H, OUT, DP, HP, OP)
         _, _, y = _forward(x, w1t, bb1, w2t, bb2, w3t, bb3, PREC)
-        tl.store(y_ptr + rows[:, None] * O + o[None, :], y, mask=rm[:, None] & (o[None, :] < O))
+        tl.store(y_ptr + rows[:, None] * OUT + o[None, :], y, mask=rm[:, None] & (o[None, :] < OUT))
 
     @triton.jit
     def _act_kernel(x_ptr, amask_ptr, env_act_ptr, s_obs, s_act, s_logp, s_amask, t_ptr, step_ptr, heads_ptr,
-                    w1, b1, w2, b2, w3, b3, M, D, H, O, key, NH: tl.constexpr, HAS_MASK: tl.constexpr,
+                    w1, b1, w2, b2, w3, b3, M, D, H, OUT, key, NH: tl.constexpr, HAS_MASK: tl.constexpr,
                     DP: tl.constexpr, HP: tl.constexpr, OP: tl.constexpr, BM: tl.constexpr, PREC: tl.constexpr):
         rows = tl.program_id(0) * BM + tl.arange(0, BM)
         d, cols = tl.arange(0, DP), tl.arange(0, OP)
@@ -153,12 +163,12 @@ if triton is not None:
         xm = rm[:, None] & (d[None, :] < D)
         x = tl.load(x_ptr + rows[:, None] * D + d[None, :], mask=xm, other=0.0)
         tl.store(s_obs + t * M * D + rows[:, None] * D + d[None, :], x, mask=xm)
-        w1t, bb1, w2t, bb2, w3t, bb3 = _load_weights(w1, b1, w2, b2, w3, b3, D, H, O, DP, HP, OP)
+        w1t, bb1, w2t, bb2, w3t, bb3 = _load_weights(w1, b1, w2, b2, w3, b3, D, H, OUT, DP, HP, OP)
         _, _, logits = _forward(x, w1t, bb1, w2t, bb2, w3t, bb3, PREC)
-        om = rm[:, None] & (cols[None, :] < O)
+        om = rm[:, None] & (cols[None, :] < OUT)
         if HAS_MASK:
-            am = tl.load(amask_ptr + rows[:, None] * O + cols[None, :], mask=om, other=0)
-            tl.store(s_amask + t * M * O + rows[:, None] * O + cols[None, :], am, mask=om)
+            am = tl.load(amask_ptr + rows[:, None] * OUT + cols[None, :], mask=om, other=0)
+            tl.store(s_amask + t * M * OUT + rows[:, None] * OUT + cols[None, :], am, mask=om)
             logits = tl.where(am != 0, logits, MASKED_LOGIT)
         u = tl.rand(seed, rows[:, None] * OP + cols[None, :])
         noisy = logits - tl.log(-tl.log(u))  # Gumbel-max: the arg-max is a draw from the softmax
@@ -210,7 +220,7 @@ if triton is not None:
     @triton.jit
     def _ppo_grads_kernel(perm_ptr, start, count, x_ptr, act_ptr, old_ptr, adv_ptr, ret_ptr, mask_ptr, amask_ptr,
                           heads_ptr, scale_ptr, ent_ptr, w1, b1, w2, b2, w3, b3, out_ptr, out_stride, stats_col,
-                          D, H, O, clip, vf_coef, vf_clip, ROUNDS: tl.constexpr, CRITIC: tl.constexpr,
+                          D, H, OUT, clip, vf_coef, vf_clip, ROUNDS: tl.constexpr, CRITIC: tl.constexpr,
                           NH: tl.constexpr,
                           HAS_MASK: tl.constexpr, DP: tl.constexpr, HP: tl.constexpr, OP: tl.constexpr,
                           BM: tl.constexpr, PREC: tl.constexpr):
@@ -224,7 +234,7 @@ if triton is not None:
         pid = tl.program_id(0)
         nprog = tl.num_programs(0)
         d, h, o = tl.arange(0, DP), tl.arange(0, HP), tl.arange(0, OP)
-        w1t, bb1, w2t, bb2, w3t, bb3 = _load_weights(w1, b1, w2, b2, w3, b3, D, H, O, DP, HP, OP)
+        w1t, bb1, w2t, bb2, w3t, bb3 = _load_weights(w1, b1, w2, b2, w3, b3, D, H, OUT, DP, HP, OP)
         scale = tl.load(scale_ptr)
         gw1 = tl.zeros([HP, DP], tl.float32)
         gw2 = tl.zeros([HP, HP], tl.float32)
@@ -260,9 +270,9 @@ if triton is not None:
                 s0 += w * vf
                 dout = tl.where(o[None, :] == 0, (w * vf_coef * dv)[:, None], 0.0)
             else:
-                om = rm[:, None] & (o[None, :] < O)
+                om = rm[:, None] & (o[None, :] < OUT)
                 if HAS_MASK:
-                    am = tl.load(amask_ptr + idx[:, None] * O + o[None, :], mask=om, other=0)
+                    am = tl.load(amask_ptr + idx[:, None] * OUT + o[None, :], mask=om, other=0)
                     out = tl.where(am != 0, out, MASKED_LOGIT)
                 logp, ent, prob, lprob, taken, head_ent = _heads(out, o, act_ptr + idx * NH, heads_ptr, NH)
                 adv = tl.load(adv_ptr + idx, mask=rm, other=0.0)
@@ -280,11 +290,11 @@ if triton is not None:
                 s1 += w * ent
                 s2 += w * ((ratio - 1.0) - log_ratio)
                 s3 += w * (tl.abs(ratio - 1.0) > clip).to(tl.float32)
-            dz2 = tl.dot(dout, tl.trans(w3t), input_precision=PREC) * (1.0 - h2 * h2)
-            dz1 = tl.dot(dz2, tl.trans(w2t), input_precision=PREC) * (1.0 - h1 * h1)
-            gw3 += tl.dot(tl.trans(dout), h2, input_precision=PREC)
-            gw2 += tl.dot(tl.trans(dz2), h1, input_precision=PREC)
-            gw1 += tl.dot(tl.trans(dz1), x, input_precision=PREC)
+            dz2 = _dot(dout, tl.trans(w3t), PREC) * (1.0 - h2 * h2)
+            dz1 = _dot(dz2, tl.trans(w2t), PREC) * (1.0 - h1 * h1)
+            gw3 += _dot(tl.trans(dout), h2, PREC)
+            gw2 += _dot(tl.trans(dz2), h1, PREC)
+            gw1 += _dot(tl.trans(dz1), x, PREC)
             gb3 += tl.sum(dout, 0)
             gb2 += tl.sum(dz2, 0)
             gb1 += tl.sum(dz1, 0)
@@ -298,9 +308,9 @@ if triton is not None:
         row += H * H
         tl.store(row + h, gb2, mask=h < H)
         row += H
-        tl.store(row + o[:, None] * H + h[None, :], gw3, mask=(o[:, None] < O) & (h[None, :] < H))
-        row += O * H
-        tl.store(row + o, gb3, mask=o < O)
+        tl.store(row + o[:, None] * H + h[None, :], gw3, mask=(o[:, None] < OUT) & (h[None, :] < H))
+        row += OUT * H
+        tl.store(row + o, gb3, mask=o < OUT)
         st = out_ptr + pid.to(tl.int64) * out_stride + stats_col
         tl.store(st, tl.sum(s0, 0))
         if not CRITIC:  # beside the critic's value loss: (pg, vf, entropy, approx_kl, clipfrac)
@@ -336,8 +346,8 @@ def forward(seq: torch.nn.Sequential, x: torch.Tensor, out: torch.Tensor | None 
     weights = mlp_weights(seq)
     dims = _dims(weights, x.shape[-1])
     rows = x.numel() // dims["D"]
-    y = torch.empty(*x.shape[:-1], dims["O"], device=x.device, dtype=torch.float32) if out is None else out
-    assert x.is_contiguous() and y.is_contiguous() and y.numel() == rows * dims["O"]
+    y = torch.empty(*x.shape[:-1], dims["OUT"], device=x.device, dtype=torch.float32) if out is None else out
+    assert x.is_contiguous() and y.is_contiguous() and y.numel() == rows * dims["OUT"]
     _forward_kernel[(triton.cdiv(rows, BLOCK_ROWS),)](x, y, *weights, rows, **dims, BM=BLOCK_ROWS, PREC=PRECISION)
     return y
 
@@ -356,8 +366,9 @@ def draw_key(seed: int, rank: int, group: int) -> int:
 
 
 def act(seq, obs, mask, env_actions, storage, t, step, heads, key: int):
-    """Samples ``env_actions`` for ``obs`` (``(E, n, D)``) and writes step ``t`` of ``storage``
-    (``obs``, ``act``, ``logp`` and, with a mask, ``action_mask``); draws keyed by ``key`` and ``step``.
+    """Samples ``env_actions`` for ``obs`` (``(E, n, D)``) and writes step ``t`` of ``storage``.
+
+    Written: ``obs``, ``act``, ``logp`` and, with a mask, ``action_mask``; draws keyed by ``key`` and ``step``.
     """
     weights = mlp_weights(seq)
     dims = _dims(weights, obs.shape[-1])
@@ -371,8 +382,9 @@ def act(seq, obs, mask, env_actions, storage, t, step, heads, key: int):
 
 
 def record(env, group: str, gi: int, storage, acc: torch.Tensor, t: torch.Tensor, first: bool):
-    """Step ``t``'s rewards, ends, in-game masks and next observations of ``group`` into ``storage``;
-    the episodes that ended into ``acc`` (count, lengths: with ``first``; the group's mean return).
+    """Step ``t``'s rewards, ends, in-game masks and next observations of ``group`` into ``storage``.
+
+    The episodes that ended go into ``acc``: their count and lengths with ``first``, the group's mean return.
     """
     obs = env.obs[group]
     E, N, D = obs.shape
@@ -387,8 +399,9 @@ def record(env, group: str, gi: int, storage, acc: torch.Tensor, t: torch.Tensor
 
 def ppo_grads(seq, critic: bool, perm, start: int, count: int, batch: dict, scale, ent_coef, heads, out, column: int,
               stats_column: int, clip: float, vf_coef: float, vf_clip: float):
-    """Each program's share of one minibatch's gradient for ``seq`` into its row of ``out``
-    (columns from ``column``: the parameters, in order; stats from ``stats_column``).
+    """Each program's share of one minibatch's gradient for ``seq``, into its row of ``out``.
+
+    Columns from ``column`` hold the parameters' gradients in order; the loss stats go from ``stats_column``.
     """
     weights = mlp_weights(seq)
     dims = _dims(weights, batch["obs"].shape[-1])
@@ -399,9 +412,9 @@ def ppo_grads(seq, critic: bool, perm, start: int, count: int, batch: dict, scal
     _ppo_grads_kernel[(programs,)](
         perm, start, count, batch["obs"], batch["act"], batch["value" if critic else "logp"], batch["adv"],
         batch["ret"], batch["mask"], batch["action_mask"] if has_mask else placeholder, heads, scale, ent_coef,
-        *weights, out[:, column:], out.stride(0), stats_column - column, dims["D"], dims["H"], dims["O"], clip,
-        vf_coef, vf_clip, ROUNDS=triton.cdiv(triton.cdiv(count, BLOCK_ROWS), programs), CRITIC=critic, NH=nh, HAS_MASK=has_mask, DP=dims["DP"], HP=dims["HP"], OP=dims["OP"],
-        BM=BLOCK_ROWS, PREC=PRECISION)
+        *weights, out[:, column:], out.stride(0), stats_column - column, dims["D"], dims["H"], dims["OUT"], clip,
+        vf_coef, vf_clip, ROUNDS=triton.cdiv(triton.cdiv(count, GRAD_TILE["BM"]), programs), CRITIC=critic, NH=nh,
+        HAS_MASK=has_mask, DP=dims["DP"], HP=dims["HP"], OP=dims["OP"], PREC=PRECISION, **GRAD_TILE)
 
 
 def gae(rew, val, nval, term, ended, gamma: float, lam: float, choice=None):

@@ -220,8 +220,10 @@ class Trainer:
         return buf
 
     def _kernel_buffers(self, g: str) -> dict:
-        """A fused group's gradient: one flat buffer that its parameters' ``.grad`` are views of, then
-        the loss statistics; each persistent program of the gradient kernels writes one row of ``partial``.
+        """A fused group's gradient: one flat buffer that its parameters' ``.grad`` are views of.
+
+        The loss statistics follow the gradient; each persistent program of the gradient kernels
+        writes one row of ``partial``, and their sum is the flat buffer.
         """
         pol = self.policies[g]
         sizes = [p.numel() for p in pol.parameters()]
@@ -240,8 +242,9 @@ class Trainer:
         self._run("rollout", self._rollout)
 
     def _run(self, name: str, fn):
-        """``fn`` eagerly the first time (which also compiles kernels and makes the optimiser's state); on a
-        GPU with ``cuda_graph`` it is then captured, and every later call replays the capture.
+        """``fn`` eagerly the first time, then, on a GPU with ``cuda_graph``, a replay of its capture.
+
+        The eager call also compiles the kernels and makes the optimisers' state the capture uses.
         """
         graph = self._graphs.get(name)
         if graph is not None:

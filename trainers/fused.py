@@ -67,13 +67,18 @@ def _dims(weights, x_width: int) -> dict:
 
 
 def num_programs(device: torch.device) -> int:
-    """Persistent programs of `ppo_grads`: two per multiprocessor (fewer in the interpreter)."""
+    """Persistent programs of `ppo_grads`: `GRAD_PROGRAMS_PER_SM` per multiprocessor (4 in the interpreter)."""
     if device.type != "cuda":
         return 4
-    return 2 * torch.cuda.get_device_properties(device).multi_processor_count
+    return GRAD_PROGRAMS_PER_SM * torch.cuda.get_device_properties(device).multi_processor_count
 
 
-GRAD_TILE = dict(BM=64, num_warps=4)  # rows per tile and warps per program of `ppo_grads`
+# `ppo_grads`' rows per tile, warps per program and programs per multiprocessor; measured by
+# benchmarks/trainer_speed.py's sweep, and set for a run by GPU_ZOO_FUSED_TILE="BM,WARPS,PER_SM"
+GRAD_TILE, GRAD_PROGRAMS_PER_SM = dict(BM=64, num_warps=4), 2
+if os.environ.get("GPU_ZOO_FUSED_TILE"):
+    _bm, _warps, GRAD_PROGRAMS_PER_SM = (int(v) for v in os.environ["GPU_ZOO_FUSED_TILE"].split(","))
+    GRAD_TILE = dict(BM=_bm, num_warps=_warps)
 
 if triton is not None:
     MASKED_LOGIT = tl.constexpr(-1e9)  # as `trainers.policy.MASKED_LOGIT`: exp() of it is exactly zero

@@ -91,20 +91,21 @@ def test_the_loss_gradient_is_autograds(space, masked, vf_clip):
     clip, vf_coef, ent_coef = 0.2, 0.5, 0.05
     want, want_stats = reference_grads(pol, batch, perm[start:start + count], clip, vf_coef, ent_coef, vf_clip)
     sizes = [p.numel() for p in pol.parameters()]
-    out = torch.full((fused.num_programs(DEVICE), sum(sizes) + len(LOSS_STATS)), float("nan"), device=DEVICE)
-    scale = batch["mask"][perm[start:start + count]].sum().reciprocal()
+    out = torch.full((fused.num_programs(DEVICE), sum(sizes) + len(LOSS_STATS) + 1), float("nan"), device=DEVICE)
     heads = fused.head_bounds(pol.splits, DEVICE)
     ent = torch.tensor(ent_coef, device=DEVICE)
     n_actor = sum(p.numel() for p in pol.actor.parameters())
-    fused.ppo_grads(pol.actor, False, perm, start, count, batch, scale, ent, heads, out, 0, sum(sizes), clip, vf_coef,
+    fused.ppo_grads(pol.actor, False, perm, start, count, batch, ent, heads, out, 0, sum(sizes), clip, vf_coef,
                     vf_clip)
-    fused.ppo_grads(pol.critic, True, perm, start, count, batch, scale, ent, heads, out, n_actor, sum(sizes) + 1,
+    fused.ppo_grads(pol.critic, True, perm, start, count, batch, ent, heads, out, n_actor, sum(sizes) + 1,
                     clip, vf_coef, vf_clip)
-    total = out.sum(0)
-    got = total[:-len(LOSS_STATS)].split(sizes)
+    total = torch.empty(out.shape[1], device=DEVICE)
+    fused.mean_gradient(out, total)
+    torch.testing.assert_close(total[-1] * total[-1].new_ones(()), batch["mask"][perm[start:start + count]].sum())
+    got = total[:sum(sizes)].split(sizes)
     for (name, p), g, w in zip(pol.named_parameters(), got, want, strict=True):
         torch.testing.assert_close(g.view_as(p), w, **TOL, msg=lambda m, name=name: f"{name}: {m}")
-    torch.testing.assert_close(total[-len(LOSS_STATS):], want_stats, **TOL)
+    torch.testing.assert_close(total[sum(sizes):-1], want_stats, **TOL)
 
 
 @pytest.mark.parametrize("space,masked", [(gymnasium.spaces.Discrete(4), False),

@@ -73,9 +73,10 @@ def num_programs(device: torch.device) -> int:
     return GRAD_PROGRAMS_PER_SM * torch.cuda.get_device_properties(device).multi_processor_count
 
 
-# `ppo_grads`' rows per tile, warps per program and programs per multiprocessor; measured by
-# benchmarks/trainer_speed.py's sweep, and set for a run by GPU_ZOO_FUSED_TILE="BM,WARPS,PER_SM"
-GRAD_TILE, GRAD_PROGRAMS_PER_SM = dict(BM=64, num_warps=4), 2
+# `ppo_grads`' rows per tile, warps per program and programs per multiprocessor: the fastest of ten
+# measured on an H200 at simple_tag's sizes (docs/training_speed.md); GPU_ZOO_FUSED_TILE="BM,WARPS,PER_SM"
+# sets them for a run
+GRAD_TILE, GRAD_PROGRAMS_PER_SM = dict(BM=32, num_warps=4), 2
 if os.environ.get("GPU_ZOO_FUSED_TILE"):
     _bm, _warps, GRAD_PROGRAMS_PER_SM = (int(v) for v in os.environ["GPU_ZOO_FUSED_TILE"].split(","))
     GRAD_TILE = dict(BM=_bm, num_warps=_warps)
@@ -224,7 +225,7 @@ if triton is not None:
 
     @triton.jit
     def _ppo_grads_kernel(perm_ptr, start, count, x_ptr, act_ptr, old_ptr, adv_ptr, ret_ptr, mask_ptr, amask_ptr,
-                          heads_ptr, scale_ptr, ent_ptr, w1, b1, w2, b2, w3, b3, out_ptr, out_stride, stats_col,
+                          heads_ptr, ent_ptr, w1, b1, w2, b2, w3, b3, out_ptr, out_stride, stats_col,
                           D, H, OUT, clip, vf_coef, vf_clip, ROUNDS: tl.constexpr, CRITIC: tl.constexpr,
                           NH: tl.constexpr,
                           HAS_MASK: tl.constexpr, DP: tl.constexpr, HP: tl.constexpr, OP: tl.constexpr,
@@ -232,15 +233,15 @@ if triton is not None:
         """Gradient of one minibatch's loss over this program's tiles of it, written to row ``pid`` of ``out``.
 
         The actor's loss is the clipped policy loss minus the entropy bonus; the critic's the value
-        loss times ``vf_coef``; both weighted per row by ``mask * scale`` (scale: one over the
-        minibatch's agents in the game), as `trainers.ppo.ppo_loss` does. ``torch.maximum``'s and
+        loss times ``vf_coef``; both weighted per row by ``mask``. `trainers.ppo.ppo_loss` averages
+        over the minibatch's agents in the game: the critic's programs also count them, and the
+        caller divides the summed gradient and stats by that count. ``torch.maximum``'s and
         ``clamp``'s gradients at ties and bounds are taken as torch takes them.
         """
         pid = tl.program_id(0)
         nprog = tl.num_programs(0)
         d, h, o = tl.arange(0, DP), tl.arange(0, HP), tl.arange(0, OP)
         w1t, bb1, w2t, bb2, w3t, bb3 = _load_weights(w1, b1, w2, b2, w3, b3, D, H, OUT, DP, HP, OP)
-        scale = tl.load(scale_ptr)
         gw1 = tl.zeros([HP, DP], tl.float32)
         gw2 = tl.zeros([HP, HP], tl.float32)
         gw3 = tl.zeros([OP, HP], tl.float32)
@@ -257,7 +258,7 @@ if triton is not None:
             idx = tl.load(perm_ptr + start + r, mask=rm, other=0).to(tl.int64)
             x = tl.load(x_ptr + idx[:, None] * D + d[None, :], mask=rm[:, None] & (d[None, :] < D), other=0.0)
             h1, h2, out = _forward(x, w1t, bb1, w2t, bb2, w3t, bb3, PREC)
-            w = tl.load(mask_ptr + idx, mask=rm, other=0.0) * scale
+            w = tl.load(mask_ptr + idx, mask=rm, other=0.0)
             if CRITIC:
                 ret = tl.load(ret_ptr + idx, mask=rm, other=0.0)
                 old_v = tl.load(old_ptr + idx, mask=rm, other=0.0)
@@ -273,6 +274,7 @@ if triton is not None:
                     dv = g1 * dv + (1.0 - g1) * (vc - ret) * inside
                     vf = tl.maximum(vf, vf2)
                 s0 += w * vf
+                s1 += w
                 dout = tl.where(o[None, :] == 0, (w * vf_coef * dv)[:, None], 0.0)
             else:
                 om = rm[:, None] & (o[None, :] < OUT)
@@ -318,7 +320,9 @@ if triton is not None:
         tl.store(row + o, gb3, mask=o < OUT)
         st = out_ptr + pid.to(tl.int64) * out_stride + stats_col
         tl.store(st, tl.sum(s0, 0))
-        if not CRITIC:  # beside the critic's value loss: (pg, vf, entropy, approx_kl, clipfrac)
+        if CRITIC:  # the agents in the game, after the five stats
+            tl.store(st + 4, tl.sum(s1, 0))
+        else:  # beside the critic's value loss: (pg, vf, entropy, approx_kl, clipfrac)
             tl.store(st + 2, tl.sum(s1, 0))
             tl.store(st + 3, tl.sum(s2, 0))
             tl.store(st + 4, tl.sum(s3, 0))
@@ -402,11 +406,13 @@ def record(env, group: str, gi: int, storage, acc: torch.Tensor, t: torch.Tensor
         storage["mask"], storage["next_obs"], acc, t, E, N, D, gi, FIRST=first, DP=_pad(D), BM=BLOCK_ROWS)
 
 
-def ppo_grads(seq, critic: bool, perm, start: int, count: int, batch: dict, scale, ent_coef, heads, out, column: int,
+def ppo_grads(seq, critic: bool, perm, start: int, count: int, batch: dict, ent_coef, heads, out, column: int,
               stats_column: int, clip: float, vf_coef: float, vf_clip: float):
     """Each program's share of one minibatch's gradient for ``seq``, into its row of ``out``.
 
-    Columns from ``column`` hold the parameters' gradients in order; the loss stats go from ``stats_column``.
+    Columns from ``column`` hold the parameters' gradients in order; from ``stats_column`` the
+    actor writes the sums of (pg, -, entropy, approx_kl, clipfrac) and the critic (-, vf, -, -, -,
+    agents in the game). `mean_gradient` turns the rows into the minibatch's mean.
     """
     weights = mlp_weights(seq)
     dims = _dims(weights, batch["obs"].shape[-1])
@@ -416,10 +422,16 @@ def ppo_grads(seq, critic: bool, perm, start: int, count: int, batch: dict, scal
     programs = out.shape[0]
     _ppo_grads_kernel[(programs,)](
         perm, start, count, batch["obs"], batch["act"], batch["value" if critic else "logp"], batch["adv"],
-        batch["ret"], batch["mask"], batch["action_mask"] if has_mask else placeholder, heads, scale, ent_coef,
+        batch["ret"], batch["mask"], batch["action_mask"] if has_mask else placeholder, heads, ent_coef,
         *weights, out[:, column:], out.stride(0), stats_column - column, dims["D"], dims["H"], dims["OUT"], clip,
         vf_coef, vf_clip, ROUNDS=triton.cdiv(triton.cdiv(count, GRAD_TILE["BM"]), programs), CRITIC=critic, NH=nh,
         HAS_MASK=has_mask, DP=dims["DP"], HP=dims["HP"], OP=dims["OP"], PREC=PRECISION, **GRAD_TILE)
+
+
+def mean_gradient(partial: torch.Tensor, flat: torch.Tensor):
+    """Sums the programs' rows of ``partial`` into ``flat`` and divides by its last entry, the agents in the game."""
+    torch.sum(partial, 0, out=flat)
+    flat[:-1].div_(flat[-1:].clamp_min(1.0))
 
 
 def gae(rew, val, nval, term, ended, gamma: float, lam: float, choice=None):

@@ -227,7 +227,7 @@ class Trainer:
         """
         pol = self.policies[g]
         sizes = [p.numel() for p in pol.parameters()]
-        flat = torch.zeros(sum(sizes) + len(LOSS_STATS), device=self.device)
+        flat = torch.zeros(sum(sizes) + len(LOSS_STATS) + 1, device=self.device)  # the stats, then the agents
         offset = 0
         for p, size in zip(pol.parameters(), sizes, strict=True):
             p.grad = flat[offset:offset + size].view_as(p)
@@ -379,15 +379,14 @@ class Trainer:
     def _fused_minibatch(self, gi: int, g: str, a: Args, flat: dict, perm, start: int, count: int):
         """The same gradient by the kernels: each program's share of it, summed into the parameters' grads."""
         k, pol = self._kernel_state[g], self.policies[g]
-        scale = flat["mask"][perm[start:start + count]].sum().clamp_min(1.0).reciprocal()
         vf_clip = a.clip_coef if a.vf_clip is None else a.vf_clip
         for net, critic, column, stats in ((pol.actor, False, 0, k["stats_column"]),
                                            (pol.critic, True, k["critic_column"], k["stats_column"] + 1)):
-            fused.ppo_grads(net, critic, perm, start, count, flat, scale, self.ent_coefs[g], k["heads"], k["partial"],
+            fused.ppo_grads(net, critic, perm, start, count, flat, self.ent_coefs[g], k["heads"], k["partial"],
                             column, stats, a.clip_coef, a.vf_coef, vf_clip)
-        torch.sum(k["partial"], 0, out=k["flat"])
+        fused.mean_gradient(k["partial"], k["flat"])
         self.sync_gradients()
-        self.loss_acc[gi] += k["flat"][k["stats_column"]:]
+        self.loss_acc[gi] += k["flat"][k["stats_column"]:k["stats_column"] + len(LOSS_STATS)]
 
     def sync_gradients(self):
         """Hook between the gradient and the optimiser step: a data-parallel run all-reduces gradients here."""

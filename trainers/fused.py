@@ -86,9 +86,14 @@ if triton is not None:
 
     @triton.jit
     def _dot(a, b, PREC: tl.constexpr):
-        if PREC == "bf16":
-            return tl.dot(a.to(tl.bfloat16), b.to(tl.bfloat16), out_dtype=tl.float32)
-        return tl.dot(a, b, input_precision=PREC)
+        """``a @ b`` accumulated in fp32, from fp32 operands at ``PREC`` or from fp16 or bf16 copies."""
+        if PREC == "fp16":
+            c = tl.dot(a.to(tl.float16), b.to(tl.float16), out_dtype=tl.float32)
+        elif PREC == "bf16":
+            c = tl.dot(a.to(tl.bfloat16), b.to(tl.bfloat16), out_dtype=tl.float32)
+        else:
+            c = tl.dot(a, b, input_precision=PREC)
+        return c
 
     @triton.jit
     def _tanh(x):

@@ -10,8 +10,7 @@ REAL_CUDA = os.environ.get("GPU_ZOO_REAL_CUDA") == "1"
 if not REAL_CUDA:
     os.environ["NUMBA_ENABLE_CUDASIM"] = "1"
     os.environ["TRITON_INTERPRET"] = "1"  # the trainer's Triton kernels on CPU tensors (tests/test_fused.py)
-else:
-    os.environ.setdefault("GPU_ZOO_DOT_PRECISION", "ieee")  # full fp32 products: the tests' tolerances hold
+os.environ.setdefault("GPU_ZOO_DOT_PRECISION", "ieee")  # full fp32 products: the tests' tolerances hold
 
 import pytest  # noqa: E402
 import torch  # noqa: E402

@@ -1,8 +1,9 @@
 """The Triton kernels of the trainer's GPU path against the plain torch code they replace.
 
 Without a GPU they run under Triton's interpreter (``TRITON_INTERPRET=1``, set by conftest), on
-CPU tensors, where products are exact fp32; on a GPU (``GPU_ZOO_REAL_CUDA=1``) for real, with
-full-precision products (``GPU_ZOO_DOT_PRECISION=ieee``, set by conftest) so the tolerances hold.
+CPU tensors; on a GPU (``GPU_ZOO_REAL_CUDA=1``) for real. Products are full fp32
+(``GPU_ZOO_DOT_PRECISION=ieee``, set by conftest) so tight tolerances hold; one test checks the
+fp16 products that training uses by default.
 """
 
 from __future__ import annotations
@@ -250,3 +251,36 @@ def test_a_graphed_iteration_is_an_eager_one(kernels):
         for a, b in zip(graphed.policies[g].parameters(), eager.policies[g].parameters(), strict=True):
             torch.testing.assert_close(a, b)
     torch.testing.assert_close(graphed.read_metrics(), eager.read_metrics())
+
+
+def test_fp16_products_keep_the_gradient_and_saturate(monkeypatch):
+    """Training's default products: the minibatch's gradient close to fp32's, and no inf from a huge input."""
+    pol = policy(11, gymnasium.spaces.Discrete(5))
+    batch = minibatch(pol, 200, masked=False)
+    perm = torch.randperm(200, generator=torch.Generator().manual_seed(3)).to(DEVICE)
+    sizes = [p.numel() for p in pol.parameters()]
+    n_actor = sum(p.numel() for p in pol.actor.parameters())
+
+    def gradient(precision):
+        monkeypatch.setattr(fused, "PRECISION", precision)
+        out = torch.zeros(fused.num_programs(DEVICE), sum(sizes) + len(LOSS_STATS) + 1, device=DEVICE)
+        ent, heads = torch.tensor(0.01, device=DEVICE), fused.head_bounds(pol.splits, DEVICE)
+        fused.ppo_grads(pol.actor, False, perm, 0, 200, batch, ent, heads, out, 0, sum(sizes), 0.2, 0.5, 0.2)
+        fused.ppo_grads(pol.critic, True, perm, 0, 200, batch, ent, heads, out, n_actor, sum(sizes) + 1, 0.2, 0.5, 0.2)
+        flat = torch.empty(out.shape[1], device=DEVICE)
+        fused.mean_gradient(out, flat)
+        return flat[:sum(sizes)]
+
+    want, got = gradient("ieee"), gradient("fp16")
+    # 10-bit mantissas, as TF32's: with this test's large weights the critic's values reach tens, and
+    # its last layer's gradient (value minus return, about one) keeps two to three digits
+    assert (got - want).norm() <= 5e-2 * want.norm()
+    batch["obs"][7] = 1e6  # past fp16's range: saturated, as if it were at the range's end
+    huge = gradient("fp16")
+    batch["obs"][7] = fused.FP16_MAX
+    assert torch.isfinite(huge).all() and torch.equal(huge, gradient("fp16"))
+    with torch.no_grad():
+        monkeypatch.setattr(fused, "PRECISION", "fp16")
+        batch["obs"][7] = 1e6
+        values = fused.forward(pol.critic, batch["obs"])
+    assert torch.isfinite(values).all()

@@ -1,4 +1,4 @@
-"""Test set-up: CUDA kernels run under Numba's CUDA simulator, Triton's under its interpreter, unless a GPU is asked for.
+"""Test set-up: CUDA kernels run under Numba's CUDA simulator and Triton's interpreter unless a GPU is asked for.
 
 ``GPU_ZOO_REAL_CUDA=1 pytest`` runs the same suite against real CUDA kernels (on a GPU host).
 The simulator must be switched on before Numba is first imported, hence at the top of conftest.

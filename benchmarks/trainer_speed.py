@@ -2,9 +2,10 @@
 
     python -m benchmarks.trainer_speed --env simple_tag_v3 --num-envs 4096,16384 --device cuda
     python -m benchmarks.trainer_speed --env simple_tag_v3 --num-envs 4096 --kw '{"fused": false}' --split
+    python -m benchmarks.trainer_speed --curves benchmarks/results/trainer --out docs/training_speed.png
 
-Settings default to the trainer issue's (JaxMARL IPPO's on simple_tag): 128-step rollouts, 4 epochs
-of 4 minibatches, two 64-wide tanh layers. Each size runs two warm-up iterations (the first
+Settings default to JaxMARL IPPO's on simple_tag: 128-step rollouts, 4 epochs of 4 minibatches,
+two 64-wide tanh layers (``--preset``: the env's preset instead). Each size runs two warm-up iterations (the first
 compiles and runs eagerly, the second captures the CUDA graphs), then ``--iterations`` timed
 ones, the clock read after a device synchronisation. With ``--split``, a profile of one more
 iteration run without graphs sums the GPU time of its kernels by part: the env step, the
@@ -21,10 +22,10 @@ import time
 import torch
 
 from trainers import fused
-from trainers.config import Args, with_overrides
+from trainers.config import Args, preset, with_overrides
 from trainers.ppo import Trainer
 
-ISSUE_SETTINGS = dict(num_steps=128, update_epochs=4, num_minibatches=4, hidden=64, learning_rate=2.5e-4,
+JAXMARL_IPPO_SETTINGS = dict(num_steps=128, update_epochs=4, num_minibatches=4, hidden=64, learning_rate=2.5e-4,
                       anneal_lr=True, gamma=0.99, gae_lambda=0.95, clip_coef=0.2, ent_coef=0.01, vf_coef=0.5,
                       max_grad_norm=0.5, eval_episodes=0, gif=False)
 PARTS = (("env step", ("numba", "step", "cudapy")), ("rollout policies", ("_act_kernel", "_record_kernel")),
@@ -93,6 +94,37 @@ def split(args: Args) -> dict:
                     for ev in sorted(prof.key_averages(), key=lambda e: -e.device_time_total)[:12]]}
 
 
+def plot_curves(folder: str, out: str):
+    """The adversaries' mean return of every ``simple_tag_4096_*_seed*.csv`` run in ``folder``, against
+    env-steps and against training seconds.
+    """
+    import csv
+    from pathlib import Path
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4), sharey=True)
+    for path in sorted(Path(folder).glob("simple_tag_4096_*_seed?.csv")):
+        rows = [r for r in csv.DictReader(open(path)) if r["return/adversary"]]
+        ret = [float(r["return/adversary"]) for r in rows]
+        label = path.stem.replace("simple_tag_4096_", "").replace("_", ", ")
+        axes[0].plot([int(r["env_steps"]) / 1e6 for r in rows], ret, label=label, lw=1)
+        axes[1].plot([float(r["seconds"]) for r in rows], ret, label=label, lw=1)
+    for ax, xlabel in zip(axes, ("env-steps (millions)", "training seconds (after start-up)"), strict=True):
+        ax.axhline(20, color="grey", ls=":", lw=1)
+        ax.axhline(30, color="grey", ls="--", lw=1)
+        ax.set_xlabel(xlabel)
+        ax.grid(alpha=0.3)
+    axes[0].set_ylabel("mean adversary return per episode")
+    axes[1].legend(title="products, seed")
+    fig.suptitle("PPO on simple_tag_v3, 4096 envs, JaxMARL IPPO's settings, one H200")
+    fig.tight_layout()
+    fig.savefig(out, dpi=110)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--env", default="simple_tag_v3")
@@ -100,10 +132,19 @@ def main(argv=None):
     ap.add_argument("--iterations", type=int, default=5)
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--kw", default="{}", help="JSON object of further `Args` fields")
+    ap.add_argument("--preset", action="store_true", help="start from the env's preset, not JaxMARL IPPO's settings")
     ap.add_argument("--split", action="store_true", help="also profile one iteration's GPU time by part")
     ap.add_argument("--json", default=None, help="append one JSON line per measurement to this file")
+    ap.add_argument("--curves", default=None, metavar="FOLDER", help="plot the learning curves kept in FOLDER")
+    ap.add_argument("--out", default="docs/training_speed.png", help="where --curves writes its figure")
     ns = ap.parse_args(argv)
-    base = with_overrides(Args(env_id=ns.env), **{**ISSUE_SETTINGS, "device": ns.device, **json.loads(ns.kw)})
+    if ns.curves:
+        plot_curves(ns.curves, ns.out)
+        print(f"wrote {ns.out}")
+        return
+    start = {"eval_episodes": 0, "gif": False} if ns.preset else JAXMARL_IPPO_SETTINGS
+    base = with_overrides(preset(ns.env) if ns.preset else Args(env_id=ns.env),
+                          **{**start, "device": ns.device, **json.loads(ns.kw)})
     for n in (int(x) for x in ns.num_envs.split(",")):
         args = dataclasses.replace(base, num_envs=n, total_env_steps=100 * n * base.num_steps)
         row = {**measure(args, ns.iterations), "settings": json.loads(ns.kw)}

@@ -95,9 +95,7 @@ def split(args: Args) -> dict:
 
 
 def plot_curves(folder: str, out: str):
-    """The adversaries' mean return of every ``simple_tag_4096_*_seed*.csv`` run in ``folder``, against
-    env-steps and against training seconds.
-    """
+    """The adversaries' mean return in each ``simple_tag_4096_*_seed?.csv`` of ``folder``, by env-steps and seconds."""
     import csv
     from pathlib import Path
 

@@ -375,3 +375,32 @@ def test_advantages_are_normalised_unless_the_group_says_not(tmp_path, monkeypat
     trainer.update()
     advantages = torch.cat(seen)
     assert bool((advantages == (0.0 if norm_adv else 5.0)).all())  # constant advantages normalise to zero
+
+
+def test_a_checkpoint_of_one_optimiser_for_all_groups_resumes_into_one_per_group(tmp_path):
+    """Checkpoints written before each group had its own Adam hold one over every policy's parameters."""
+    from trainers import checkpoint
+
+    args = tiny_args(tmp_path, group_settings={"runner": {"learning_rate": 1e-2}})
+    first = Trainer(args)
+    first.rollout()
+    first.update()
+    legacy = torch.optim.Adam([{"params": pol.parameters(), "lr": args.for_group(g).learning_rate}
+                               for g, pol in first.policies.items()], eps=1e-5)
+    for opt, own in zip([legacy], [first.opts], strict=True):  # the same moments, held in the old layout
+        for g, pol in first.policies.items():
+            for p in pol.parameters():
+                opt.state[p] = {k: v.clone() for k, v in own[g].state[p].items()}
+    first.save(tmp_path / "ck.pt")
+    state = torch.load(tmp_path / "ck.pt", weights_only=False)
+    state["opt"] = legacy.state_dict()
+    torch.save(state, tmp_path / "legacy.pt")
+    second = Trainer(args)
+    second.load(tmp_path / "legacy.pt")
+    for g, pol in second.policies.items():
+        assert second.opts[g].param_groups[0]["lr"] == args.for_group(g).learning_rate
+        for p, q in zip(pol.parameters(), first.policies[g].parameters(), strict=True):
+            for k, v in first.opts[g].state[q].items():
+                assert torch.equal(second.opts[g].state[p][k], v), (g, k)
+    per_group = {g: o.state_dict() for g, o in first.opts.items()}
+    assert checkpoint.per_group_optimizer_states(per_group, first.policies) is per_group  # today's layout as it is

@@ -213,9 +213,10 @@ def test_a_fused_rollout_is_the_env_stepped_with_its_actions(kernels_on_this_dev
     assert episodes[0] > 0, "episodes ended inside the rollout"
 
 
-def test_a_fused_update_is_the_torch_update(kernels_on_this_device):
+@pytest.mark.parametrize("critic", ["local", "state"])
+def test_a_fused_update_is_the_torch_update(kernels_on_this_device, critic):
     """The same rollout in storage, the same permutations: the kernels' update leaves the same weights."""
-    first = Trainer(tiny("simple_tag_v3", ent_coef=0.05))
+    first = Trainer(tiny("simple_tag_v3", ent_coef=0.05, critic=critic))
     second = Trainer(dataclasses.replace(first.args, fused=False))
     assert first.fused and not second.fused
     first.rollout()

@@ -5,6 +5,8 @@ import dataclasses
 import pytest
 import torch
 
+import gpu_zoo
+
 from tests.helpers import GRID_SMALL
 from trainers.config import Args
 from trainers.evaluate import compare
@@ -404,3 +406,42 @@ def test_a_checkpoint_of_one_optimiser_for_all_groups_resumes_into_one_per_group
                 assert torch.equal(second.opts[g].state[p][k], v), (g, k)
     per_group = {g: o.state_dict() for g, o in first.opts.items()}
     assert checkpoint.per_group_optimizer_states(per_group, first.policies) is per_group  # today's layout as it is
+
+
+def test_a_centralised_critic_sees_the_global_state_and_the_agents_index(tmp_path):
+    """MAPPO: each agent's critic input is the env's state (every agent's observation) and its one-hot index."""
+    args = Args(env_id="simple_tag_v3", env_kwargs=dict(max_cycles=5), num_envs=4, num_steps=8, total_env_steps=64,
+                device="cpu", out=str(tmp_path), eval_episodes=0, critic="state")
+    trainer = Trainer(args)
+    env = trainer.env
+    assert env.state_size == 3 * 16 + 14
+    trainer.rollout()
+    for key, src in (("critic_obs", "obs"), ("next_critic_obs", "next_obs")):
+        state = env.global_state({g: trainer.buf[g][src] for g in env.groups})  # (T, E, state_size)
+        for g, b in trainer.buf.items():
+            n = env.group_size(g)
+            assert b[key].shape == (8, 4, n, env.state_size + n)
+            for i in range(n):
+                assert torch.equal(b[key][:, :, i, :env.state_size], state)
+                assert torch.equal(b[key][:, :, i, env.state_size:], torch.eye(n)[i].expand(8, 4, n))
+    for g, pol in trainer.policies.items():
+        assert pol.critic[0].in_features == env.state_size + env.group_size(g)
+        torch.testing.assert_close(trainer.buf[g]["value"], pol.value(trainer.buf[g]["critic_obs"]).detach())
+    first = env.global_state()[0]
+    pz = gpu_zoo.parallel_env("simple_tag_v3", max_cycles=5)
+    pz.reset(seed=0)
+    assert pz.state().shape == (env.state_size,) and first.shape == (env.state_size,)
+
+
+def test_a_centralised_critic_learns(tmp_path):
+    """The tagger of `test_a_tagger_learns_to_catch_a_random_runner`, its critic seeing the state: it learns as well."""
+    kw = dict(num_taggers=1, num_runners=1, grid_length=4, max_cycles=20)
+    args = Args(env_id="tag_gridworld_v0", env_kwargs=kw, num_envs=256, num_steps=32, total_env_steps=200_000,
+                train_groups="tagger", device="cpu", out=str(tmp_path), eval_episodes=0, learning_rate=1e-3,
+                critic="state")
+    trainer = train(args)
+    result = compare(args, trainer.policies, episodes=256, seed=7)
+    trained, random = result.trained.returns["tagger"].mean(), result.random.returns["tagger"].mean()
+    assert trained > random + 3.0, (trained, random)
+    with pytest.raises(ValueError, match="critic must be"):
+        Args(critic="global")

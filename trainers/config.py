@@ -63,6 +63,9 @@ class Args:
     """gradient clipping"""
     hidden: int = 64
     """width of the two hidden layers"""
+    critic: str = "local"
+    """what each group's critic sees: "local", the agent's own observation (IPPO), or "state", the env's global
+    state (every agent's observation, the PettingZoo state()) and the agent's one-hot index in its group (MAPPO)"""
     group_settings: dict = field(default_factory=dict)
     """per-group values of the settings in GROUP_SETTINGS (learning rate, entropy weight and its schedule, advantage
     normalisation, clipping, value weight and clipping, gradient clip, width, discount, GAE lambda, epochs and
@@ -115,6 +118,8 @@ class Args:
                                                 or not isinstance(self.ent_anneal_env_steps, int)
                                                 or self.ent_anneal_env_steps < 1):
             raise ValueError(f"ent_coef_final needs ent_anneal_env_steps >= 1, got {self.ent_anneal_env_steps!r}")
+        if self.critic not in ("local", "state"):
+            raise ValueError(f"critic must be 'local' (IPPO) or 'state' (MAPPO), got {self.critic!r}")
         if self.eval_episodes < 0 or self.torch_threads < 0:
             raise ValueError(f"eval_episodes and torch_threads must be >= 0, got {self.eval_episodes}, "
                              f"{self.torch_threads}")

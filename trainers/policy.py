@@ -33,9 +33,10 @@ class GroupPolicy(nn.Module):
         obs_size: length of one agent's observation vector.
         space: the group's single-agent action space.
         hidden: width of the two hidden layers of the actor and of the critic.
+        critic_size: length of the critic's input (default ``obs_size``; a centralised critic's is larger).
     """
 
-    def __init__(self, obs_size: int, space: gymnasium.spaces.Space, hidden: int):
+    def __init__(self, obs_size: int, space: gymnasium.spaces.Space, hidden: int, critic_size: int | None = None):
         super().__init__()
         self.space = space
         if isinstance(space, gymnasium.spaces.Discrete):
@@ -53,27 +54,29 @@ class GroupPolicy(nn.Module):
         else:
             raise ValueError(f"GroupPolicy takes Discrete, flat MultiDiscrete or 1-d Box actions, got {space}")
         self.actor = mlp(obs_size, hidden, out)
-        self.critic = mlp(obs_size, hidden, 1)
+        self.critic = mlp(critic_size or obs_size, hidden, 1)
 
     def value(self, obs: torch.Tensor) -> torch.Tensor:
         return self.critic(obs).squeeze(-1)
 
     def act(self, obs: torch.Tensor, action: torch.Tensor | None = None, mask: torch.Tensor | None = None,
-            greedy: bool = False):
+            greedy: bool = False, critic_obs: torch.Tensor | None = None):
         """(action, log-prob, entropy, value) for observations ``(..., obs_size)``.
 
         Samples an action when none is given (the most likely one with ``greedy``). ``mask``
         (``(..., mask_size)`` bools, True = feasible) gives infeasible actions probability zero;
         pass the mask an action was sampled under to recompute its log-probability.
+        ``critic_obs`` is the critic's input where it is not the observation (a centralised critic).
         """
         out = self.actor(obs)
+        critic_obs = obs if critic_obs is None else critic_obs
         if self.splits is None:
             if mask is not None:
                 raise ValueError("action masks apply to Discrete and MultiDiscrete groups, not Box ones")
             dist = Normal(out, self.log_std.exp().expand_as(out), validate_args=False)
             if action is None:
                 action = out if greedy else dist.sample()
-            return action, dist.log_prob(action).sum(-1), dist.entropy().sum(-1), self.value(obs)
+            return action, dist.log_prob(action).sum(-1), dist.entropy().sum(-1), self.value(critic_obs)
         if mask is not None:
             out = out.masked_fill(~mask, MASKED_LOGIT)
         # validate_args=False: torch's argument checks read a result back to the host, a device
@@ -88,13 +91,13 @@ class GroupPolicy(nn.Module):
                 if single:
                     action = action[..., 0]
             parts = action.unsqueeze(-1) if single else action
-            return action, dist.log_prob(parts).sum(-1), dist.entropy().sum(-1), self.value(obs)
+            return action, dist.log_prob(parts).sum(-1), dist.entropy().sum(-1), self.value(critic_obs)
         dists = [Categorical(logits=x, validate_args=False) for x in out.split(self.splits, dim=-1)]
         if action is None:
             action = torch.stack([d.logits.argmax(-1) if greedy else d.sample() for d in dists], -1)
         logp = sum(d.log_prob(action[..., i]) for i, d in enumerate(dists))
         entropy = sum(d.entropy() for d in dists)
-        return action, logp, entropy, self.value(obs)
+        return action, logp, entropy, self.value(critic_obs)
 
     @property
     def logits_size(self) -> int:

@@ -107,10 +107,22 @@ def make_env(args: Args, num_envs: int | None = None, device=None):
                         **args.env_kwargs)
 
 
+def critic_size(env, group: str, args: Args) -> int:
+    """Length of ``group``'s critic input.
+
+    The agent's observation, or with ``critic="state"`` the env's global state and the agent's
+    one-hot index in its group.
+    """
+    if args.critic == "state":
+        return env.state_size + env.group_size(group)
+    return env.single_observation_space(group).shape[0]
+
+
 def make_policies(env, groups, args: Args) -> nn.ModuleDict:
     """One `GroupPolicy` per group in ``groups``, each as wide as its settings say, on the env's device."""
     return nn.ModuleDict({g: GroupPolicy(env.single_observation_space(g).shape[0], env.single_action_space(g),
-                                         args.for_group(g).hidden) for g in groups}).to(env.device)
+                                         args.for_group(g).hidden, critic_size(env, g, args))
+                          for g in groups}).to(env.device)
 
 
 def make_optimizer(policy: nn.Module, lr: float, device: torch.device) -> torch.optim.Adam:
@@ -177,6 +189,9 @@ class Trainer:
         self.masked = tuple(g for g in self.policies if g in action_masks(self.env))
         self.fused = tuple(g for g in self.policies if self._fits_kernels(g))
         self.buf = {g: self._storage(g) for g in self.policies}
+        T, E = args.num_steps, args.num_envs  # the env's global state at each step and after it (MAPPO)
+        self._states = {k: torch.zeros(T, E, self.env.state_size, device=self.device)
+                        for k in (("state", "next_state") if args.critic == "state" else ())}
         # [the rollout step being written, the rollout steps taken so far]: the kernels' draws are keyed by both
         self.counters = torch.zeros(2, dtype=torch.long, device=self.device)
         self._t = self.counters[0:1]
@@ -201,9 +216,9 @@ class Trainer:
 
     def _fits_kernels(self, g: str) -> bool:
         pol = self.policies[g]
+        width = max(self.env.single_observation_space(g).shape[0], critic_size(self.env, g, self.args))
         return (self.args.fused and fused.available(self.device) and pol.splits is not None
-                and fused.supported(self.env.single_observation_space(g).shape[0], self.args.for_group(g).hidden,
-                                    pol.logits_size))
+                and fused.supported(width, self.args.for_group(g).hidden, pol.logits_size))
 
     # ----------------------------------------------------------------- storage
     def _storage(self, g: str) -> dict[str, torch.Tensor]:
@@ -217,6 +232,9 @@ class Trainer:
             buf[k] = z(T, E, n)
         if g in action_masks(self.env):
             buf["action_mask"] = z(T, E, *action_masks(self.env)[g].shape[1:], dtype=torch.bool)
+        if self.args.critic == "state":  # the critic's inputs, built from the states after the rollout
+            C = critic_size(self.env, g, self.args)
+            buf["critic_obs"], buf["next_critic_obs"] = z(T, E, n, C), z(T, E, n, C)
         return buf
 
     def _kernel_buffers(self, g: str) -> dict:
@@ -259,9 +277,17 @@ class Trainer:
         self._t.zero_()
         for _ in range(self.args.num_steps):
             self._rollout_step()
+        critic_inputs = ("obs", "next_obs")
+        if self.args.critic == "state":
+            critic_inputs = ("critic_obs", "next_critic_obs")
+            for g, b in self.buf.items():
+                n = self.env.group_size(g)
+                one_hot = torch.eye(n, device=self.device).expand(*b["rew"].shape[:2], n, n)
+                for key, dst in (("state", "critic_obs"), ("next_state", "next_critic_obs")):
+                    torch.cat([self._states[key].unsqueeze(2).expand(-1, -1, n, -1), one_hot], dim=-1, out=b[dst])
         for g, pol in self.policies.items():
             b = self.buf[g]
-            for src, dst in (("obs", "value"), ("next_obs", "next_value")):
+            for src, dst in zip(critic_inputs, ("value", "next_value"), strict=True):
                 if g in self.fused:
                     fused.forward(pol.critic, b[src], out=b[dst])
                     continue
@@ -294,8 +320,13 @@ class Trainer:
             put(b["act"], t, act)
             put(b["logp"], t, logp)
             env.actions[g].copy_(pol.to_env(act))
+        if self.args.critic == "state":
+            put(self._states["state"], t, env.global_state())
         obs, rew, term, trunc, info = env.step()
         done = info["done"]
+        if self.args.critic == "state":  # the final state where an episode ended, as for observations
+            put(self._states["next_state"], t, torch.where(done.view(-1, 1), env.global_state(info["final_obs"]),
+                                                            env.global_state()))
         for g in self.policies:
             b = self.buf[g]
             if g in self.fused:  # the kernel also adds its group's finished episodes to ``acc``
@@ -368,7 +399,8 @@ class Trainer:
         """One minibatch's gradient by autograd: the reference for `_fused_minibatch`."""
         idx = perm[start:start + count]
         mask = flat["action_mask"][idx] if "action_mask" in flat else None
-        _, logp, ent, value = self.policies[g].act(flat["obs"][idx], flat["act"][idx], mask=mask)
+        critic_obs = flat["critic_obs"][idx] if "critic_obs" in flat else None
+        _, logp, ent, value = self.policies[g].act(flat["obs"][idx], flat["act"][idx], mask=mask, critic_obs=critic_obs)
         loss, st = ppo_loss(logp, flat["logp"][idx], flat["adv"][idx], value, flat["value"][idx], flat["ret"][idx],
                             ent, flat["mask"][idx], a.clip_coef, a.vf_coef, self.ent_coefs[g], a.vf_clip)
         self.opts[g].zero_grad()
@@ -380,9 +412,11 @@ class Trainer:
         """The same gradient by the kernels: each program's share of it, summed into the parameters' grads."""
         k, pol = self._kernel_state[g], self.policies[g]
         vf_clip = a.clip_coef if a.vf_clip is None else a.vf_clip
-        for net, critic, column, stats in ((pol.actor, False, 0, k["stats_column"]),
-                                           (pol.critic, True, k["critic_column"], k["stats_column"] + 1)):
-            fused.ppo_grads(net, critic, perm, start, count, flat, self.ent_coefs[g], k["heads"], k["partial"],
+        critic_batch = {**flat, "obs": flat["critic_obs"]} if "critic_obs" in flat else flat
+        for net, critic, column, stats, batch in ((pol.actor, False, 0, k["stats_column"], flat),
+                                                  (pol.critic, True, k["critic_column"], k["stats_column"] + 1,
+                                                   critic_batch)):
+            fused.ppo_grads(net, critic, perm, start, count, batch, self.ent_coefs[g], k["heads"], k["partial"],
                             column, stats, a.clip_coef, a.vf_coef, vf_clip)
         fused.mean_gradient(k["partial"], k["flat"])
         self.sync_gradients()

@@ -268,6 +268,21 @@ class BatchedEnv:
                                  f"{high.tolist()}]: first bad index {tuple(bad.nonzero()[0].tolist())}")
 
     # ----------------------------------------------------------------- extras
+    @property
+    def state_size(self) -> int:
+        """Length of `global_state`'s rows: every agent's observation."""
+        return sum(g.count * g.observation_space.shape[0] for g in self.layout.groups.values())
+
+    def global_state(self, obs: Mapping[str, torch.Tensor] | None = None) -> torch.Tensor:
+        """The global state of every env, ``(num_envs, state_size)``: the PettingZoo face's ``state()``.
+
+        Every agent's observation, concatenated in agent order. ``obs`` (default: the current
+        observations) may be any tensors shaped as the observations, with more leading axes allowed:
+        ``final_obs``, or a rollout's stored ``(T, num_envs, group_size, obs_size)``.
+        """
+        obs = self.obs if obs is None else obs
+        return torch.cat([obs[g].flatten(-2) for g in self.groups], dim=-1)
+
     def sample_actions(self, generator: torch.Generator | None = None, groups=None) -> dict[str, torch.Tensor]:
         """Uniformly random valid actions, made on the env's device (the batched ``action_space.sample()``).
 

@@ -147,7 +147,7 @@ class GpuZooParallelEnv(ParallelEnv):
 
     def state(self) -> np.ndarray:
         """The global state: every agent's observation, concatenated in agent order."""
-        return np.concatenate([t[0].reshape(-1).cpu().numpy() for t in self._env.obs.values()])
+        return self._env.global_state()[0].cpu().numpy()
 
     def render(self):
         if self.render_mode is None:

@@ -6,7 +6,6 @@ import pytest
 import torch
 
 import gpu_zoo
-
 from tests.helpers import GRID_SMALL
 from trainers.config import Args
 from trainers.evaluate import compare

@@ -104,22 +104,25 @@ class GroupPolicy(nn.Module):
         """Width of the actor's output: the summed action counts of its heads (the mean for Box actions)."""
         return self.actor[-1].out_features
 
-    def sample(self, obs: torch.Tensor, mask: torch.Tensor | None = None):
-        """(action, log-prob) drawn by the actor alone: a rollout step needs no value."""
+    def sample(self, obs: torch.Tensor, mask: torch.Tensor | None = None, greedy: bool = False):
+        """(action, log-prob) from the actor alone; ``greedy`` takes the most likely action.
+
+        A rollout step or an evaluation needs no value (and a centralised critic's input is not the observation).
+        """
         out = self.actor(obs)
         if self.splits is None:
             dist = Normal(out, self.log_std.exp().expand_as(out), validate_args=False)
-            action = dist.sample()
+            action = out if greedy else dist.sample()
             return action, dist.log_prob(action).sum(-1)
         if mask is not None:
             out = out.masked_fill(~mask, MASKED_LOGIT)
         if len(set(self.splits)) == 1:  # heads of one size: one batched distribution, as in `act`
             dist = Categorical(logits=out.unflatten(-1, (len(self.splits), self.splits[0])), validate_args=False)
-            action = dist.sample()
+            action = dist.logits.argmax(-1) if greedy else dist.sample()
             logp = dist.log_prob(action).sum(-1)
             return (action[..., 0] if isinstance(self.space, gymnasium.spaces.Discrete) else action), logp
         dists = [Categorical(logits=x, validate_args=False) for x in out.split(self.splits, dim=-1)]
-        parts = [d.sample() for d in dists]
+        parts = [d.logits.argmax(-1) if greedy else d.sample() for d in dists]
         return torch.stack(parts, -1), sum(d.log_prob(x) for d, x in zip(dists, parts, strict=True))
 
     def to_env(self, action: torch.Tensor) -> torch.Tensor:

@@ -144,7 +144,7 @@ def policy_actions(env, policies, generator: torch.Generator | None = None, gree
     actions = env.sample_actions(generator, groups=others) if others else {}
     masks = action_masks(env)
     for g, pol in policies.items():
-        actions[g] = pol.to_env(pol.act(env.obs[g], mask=masks.get(g), greedy=greedy)[0])
+        actions[g] = pol.to_env(pol.sample(env.obs[g], mask=masks.get(g), greedy=greedy)[0])
     return actions
 
 

@@ -19,8 +19,7 @@ import dataclasses
 import json
 import time
 
-import torch
-
+from benchmarks.timing import sync
 from trainers import fused
 from trainers.config import Args, preset, with_overrides
 from trainers.ppo import Trainer
@@ -30,11 +29,6 @@ JAXMARL_IPPO_SETTINGS = dict(num_steps=128, update_epochs=4, num_minibatches=4, 
                       max_grad_norm=0.5, eval_episodes=0, gif=False)
 PARTS = (("env step", ("numba", "step", "cudapy")), ("rollout policies", ("_act_kernel", "_record_kernel")),
          ("values and GAE", ("_forward_kernel", "_gae_kernel")), ("update gradients", ("_ppo_grads_kernel",)))
-
-
-def sync(device: torch.device):
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
 
 
 def measure(args: Args, iterations: int) -> dict:

@@ -419,11 +419,12 @@ def record(env, group: str, gi: int, storage, acc: torch.Tensor, t: torch.Tensor
     obs = env.obs[group]
     E, N, D = obs.shape
     rew = env.rewards[group]
-    ret = env.episode_stats()[f"return_{group}"]
+    stats = env.episode_stats()
+    ret = stats[f"return_{group}"]
     assert rew.stride() == env.terminated[group].stride() == env.active[group].stride() == ret.stride()
     _record_kernel[(triton.cdiv(E * N, BLOCK_ROWS),)](
         rew, env.terminated[group], env.truncated[group], env.active[group], rew.stride(0), env.info["done"], obs,
-        env.final_obs[group], ret, env.episode_stats()["length"], storage["rew"], storage["term"], storage["ended"],
+        env.final_obs[group], ret, stats["length"], storage["rew"], storage["term"], storage["ended"],
         storage["mask"], storage["next_obs"], acc, t, E, N, D, gi, FIRST=first, DP=_pad(D), BM=BLOCK_ROWS)
 
 

@@ -68,15 +68,26 @@ class GroupPolicy(nn.Module):
         pass the mask an action was sampled under to recompute its log-probability.
         ``critic_obs`` is the critic's input where it is not the observation (a centralised critic).
         """
+        action, logp, entropy = self._actor(obs, action, mask, greedy, with_entropy=True)
+        return action, logp, entropy, self.value(obs if critic_obs is None else critic_obs)
+
+    def sample(self, obs: torch.Tensor, mask: torch.Tensor | None = None, greedy: bool = False):
+        """(action, log-prob) from the actor alone, as `act` draws them.
+
+        A rollout step or an evaluation needs no value (and a centralised critic's input is not the observation).
+        """
+        return self._actor(obs, None, mask, greedy, with_entropy=False)[:2]
+
+    def _actor(self, obs, action, mask, greedy: bool, with_entropy: bool):
+        """(action, log-prob, entropy or None): the action drawn (or given) and its log-probability."""
         out = self.actor(obs)
-        critic_obs = obs if critic_obs is None else critic_obs
         if self.splits is None:
             if mask is not None:
                 raise ValueError("action masks apply to Discrete and MultiDiscrete groups, not Box ones")
             dist = Normal(out, self.log_std.exp().expand_as(out), validate_args=False)
             if action is None:
                 action = out if greedy else dist.sample()
-            return action, dist.log_prob(action).sum(-1), dist.entropy().sum(-1), self.value(critic_obs)
+            return action, dist.log_prob(action).sum(-1), dist.entropy().sum(-1) if with_entropy else None
         if mask is not None:
             out = out.masked_fill(~mask, MASKED_LOGIT)
         # validate_args=False: torch's argument checks read a result back to the host, a device
@@ -91,39 +102,17 @@ class GroupPolicy(nn.Module):
                 if single:
                     action = action[..., 0]
             parts = action.unsqueeze(-1) if single else action
-            return action, dist.log_prob(parts).sum(-1), dist.entropy().sum(-1), self.value(critic_obs)
+            return action, dist.log_prob(parts).sum(-1), dist.entropy().sum(-1) if with_entropy else None
         dists = [Categorical(logits=x, validate_args=False) for x in out.split(self.splits, dim=-1)]
         if action is None:
             action = torch.stack([d.logits.argmax(-1) if greedy else d.sample() for d in dists], -1)
         logp = sum(d.log_prob(action[..., i]) for i, d in enumerate(dists))
-        entropy = sum(d.entropy() for d in dists)
-        return action, logp, entropy, self.value(critic_obs)
+        return action, logp, sum(d.entropy() for d in dists) if with_entropy else None
 
     @property
     def logits_size(self) -> int:
         """Width of the actor's output: the summed action counts of its heads (the mean for Box actions)."""
         return self.actor[-1].out_features
-
-    def sample(self, obs: torch.Tensor, mask: torch.Tensor | None = None, greedy: bool = False):
-        """(action, log-prob) from the actor alone; ``greedy`` takes the most likely action.
-
-        A rollout step or an evaluation needs no value (and a centralised critic's input is not the observation).
-        """
-        out = self.actor(obs)
-        if self.splits is None:
-            dist = Normal(out, self.log_std.exp().expand_as(out), validate_args=False)
-            action = out if greedy else dist.sample()
-            return action, dist.log_prob(action).sum(-1)
-        if mask is not None:
-            out = out.masked_fill(~mask, MASKED_LOGIT)
-        if len(set(self.splits)) == 1:  # heads of one size: one batched distribution, as in `act`
-            dist = Categorical(logits=out.unflatten(-1, (len(self.splits), self.splits[0])), validate_args=False)
-            action = dist.logits.argmax(-1) if greedy else dist.sample()
-            logp = dist.log_prob(action).sum(-1)
-            return (action[..., 0] if isinstance(self.space, gymnasium.spaces.Discrete) else action), logp
-        dists = [Categorical(logits=x, validate_args=False) for x in out.split(self.splits, dim=-1)]
-        parts = [d.logits.argmax(-1) if greedy else d.sample() for d in dists]
-        return torch.stack(parts, -1), sum(d.log_prob(x) for d, x in zip(dists, parts, strict=True))
 
     def to_env(self, action: torch.Tensor) -> torch.Tensor:
         """The action as the env takes it (Box actions clipped to their bounds)."""

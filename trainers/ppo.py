@@ -232,9 +232,10 @@ class Trainer:
             buf[k] = z(T, E, n)
         if g in action_masks(self.env):
             buf["action_mask"] = z(T, E, *action_masks(self.env)[g].shape[1:], dtype=torch.bool)
-        if self.args.critic == "state":  # the critic's inputs, built from the states after the rollout
-            C = critic_size(self.env, g, self.args)
-            buf["critic_obs"], buf["next_critic_obs"] = z(T, E, n, C), z(T, E, n, C)
+        if self.args.critic == "state":  # the critic's inputs: the states, copied in after the rollout, then
+            one_hot = torch.eye(n, device=self.device).expand(T, E, n, n)  # the agent's index, written once
+            buf["critic_obs"], buf["next_critic_obs"] = (torch.cat([z(T, E, n, self.env.state_size), one_hot], -1)
+                                                         for _ in range(2))
         return buf
 
     def _kernel_buffers(self, g: str) -> dict:
@@ -280,11 +281,10 @@ class Trainer:
         critic_inputs = ("obs", "next_obs")
         if self.args.critic == "state":
             critic_inputs = ("critic_obs", "next_critic_obs")
-            for g, b in self.buf.items():
-                n = self.env.group_size(g)
-                one_hot = torch.eye(n, device=self.device).expand(*b["rew"].shape[:2], n, n)
+            S = self.env.state_size
+            for b in self.buf.values():
                 for key, dst in (("state", "critic_obs"), ("next_state", "next_critic_obs")):
-                    torch.cat([self._states[key].unsqueeze(2).expand(-1, -1, n, -1), one_hot], dim=-1, out=b[dst])
+                    b[dst][..., :S].copy_(self._states[key].unsqueeze(2))
         for g, pol in self.policies.items():
             b = self.buf[g]
             for src, dst in zip(critic_inputs, ("value", "next_value"), strict=True):
@@ -351,18 +351,16 @@ class Trainer:
         """PPO epochs over the rollout in storage."""
         for gi, g in enumerate(self.policies):
             a = self.args.for_group(g)
-            lr = self.base_lrs[g] * (1.0 - self.iteration / self.args.iterations) if self.args.anneal_lr else None
-            for pg in self.opts[g].param_groups:
-                if lr is not None and torch.is_tensor(pg["lr"]):
-                    pg["lr"].fill_(lr)
-                elif lr is not None:
-                    pg["lr"] = lr
+            if self.args.anneal_lr:
+                lr = self.base_lrs[g] * (1.0 - self.iteration / self.args.iterations)
+                for pg in self.opts[g].param_groups:  # a GPU's learning rate is a tensor its captured step reads
+                    if torch.is_tensor(pg["lr"]):
+                        pg["lr"].fill_(lr)
+                    else:
+                        pg["lr"] = lr
             self.ent_coefs[g].fill_(a.ent_coef_at(self.iteration * a.env_steps_per_iteration))
-            self.updates_since_log[gi] += a.update_epochs * len(self._minibatches(a, self._rows(g)))
+            self.updates_since_log[gi] += a.update_epochs * len(self._minibatches(a, self.buf[g]["rew"].numel()))
         self._run("update", self._update)
-
-    def _rows(self, g: str) -> int:
-        return self.buf[g]["rew"].numel()
 
     @staticmethod
     def _minibatches(a: Args, size: int) -> list[tuple[int, int]]:

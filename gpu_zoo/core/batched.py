@@ -271,7 +271,7 @@ class BatchedEnv:
     @property
     def state_size(self) -> int:
         """Length of `global_state`'s rows: every agent's observation."""
-        return sum(g.count * g.observation_space.shape[0] for g in self.layout.groups.values())
+        return self.layout.obs_elements
 
     def global_state(self, obs: Mapping[str, torch.Tensor] | None = None) -> torch.Tensor:
         """The global state of every env, ``(num_envs, state_size)``: the PettingZoo face's ``state()``.

@@ -109,9 +109,38 @@ def test_the_loss_gradient_is_autograds(space, masked, vf_clip):
     torch.testing.assert_close(total[sum(sizes):-1], want_stats, **TOL)
 
 
+@pytest.mark.parametrize("space,masked", [(gymnasium.spaces.Discrete(5), False),
+                                          (gymnasium.spaces.MultiDiscrete([3, 4, 2]), True)])
+def test_the_policy_loss_by_the_logits_is_autograds(space, masked):
+    """`fused.actor_loss`: a torch actor's minibatch loss, its gradient by the logits and its statistics."""
+    pol = policy(11, space)
+    batch = minibatch(pol, 300, masked)
+    perm = torch.randperm(300, generator=torch.Generator().manual_seed(3)).to(DEVICE)
+    start, count, clip, ent_coef = 40, 150, 0.2, 0.05
+    idx = perm[start:start + count]
+    logits = pol.actor(batch["obs"][idx]).detach().requires_grad_()
+    out = logits if not masked else logits.masked_fill(~batch["action_mask"][idx], -1e9)
+    heads = out.split(pol.splits, -1)
+    acts = batch["act"][idx].long().view(count, -1)
+    logp = sum(torch.log_softmax(h, -1).gather(-1, acts[:, i:i + 1]).squeeze(-1) for i, h in enumerate(heads))
+    ent = sum(-(torch.softmax(h, -1) * torch.log_softmax(h, -1)).sum(-1) for h in heads)
+    zero = torch.zeros(count, device=DEVICE)
+    loss, st = ppo_loss(logp, batch["logp"][idx], batch["adv"][idx], zero, zero, zero, ent, batch["mask"][idx], clip,
+                        0.0, ent_coef)
+    loss.backward()
+    agents = batch["mask"][idx].sum().view(1)
+    dlogits, sums = fused.actor_loss(logits.detach(), perm, start, count, batch, torch.tensor(ent_coef, device=DEVICE),
+                                     fused.head_bounds(pol.splits, DEVICE), clip, agents)
+    torch.testing.assert_close(dlogits, logits.grad, **TOL)
+    torch.testing.assert_close(sums / agents, torch.stack([st[k] for k in ("pg", "entropy", "approx_kl", "clipfrac")])
+                               .detach(), **TOL)
+
+
 @pytest.mark.parametrize("space,masked", [(gymnasium.spaces.Discrete(4), False),
                                           (gymnasium.spaces.MultiDiscrete([3, 2]), True)])
-def test_act_samples_the_policy_and_writes_the_step(space, masked):
+@pytest.mark.parametrize("drawn", [False, True])
+def test_act_samples_the_policy_and_writes_the_step(space, masked, drawn):
+    """The actor's draw and the step's storage, with the actor in the kernel or its logits given (``drawn``)."""
     E, n, T, t = 400, 3, 4, 2
     pol = policy(6, space, hidden=16)
     obs = torch.randn(1, 1, 6, device=DEVICE).expand(E, n, 6).contiguous()  # one state, many draws
@@ -126,8 +155,13 @@ def test_act_samples_the_policy_and_writes_the_step(space, masked):
     env_actions = torch.full_like(storage["act"][0], -1)
     step = torch.tensor([5], device=DEVICE)
     key = fused.draw_key(0, 0, 1)
-    fused.act(pol.actor, obs, mask, env_actions, storage, torch.tensor([t], device=DEVICE), step,
-              fused.head_bounds(pol.splits, DEVICE), key)
+    given = pol.actor(obs).detach() if drawn else None
+
+    def act(into, at_step):
+        fused.act(pol.actor, obs, mask, into, storage, torch.tensor([t], device=DEVICE), at_step,
+                  fused.head_bounds(pol.splits, DEVICE), key, logits=given)
+
+    act(env_actions, step)
     assert torch.equal(storage["act"][t], env_actions) and torch.equal(storage["obs"][t], obs)
     assert not storage["obs"][t - 1].any() and not storage["logp"][t + 1].any()
     with torch.no_grad():
@@ -145,11 +179,9 @@ def test_act_samples_the_policy_and_writes_the_step(space, masked):
     freq = torch.bincount(first.long(), minlength=pol.splits[0]).float() / first.numel()
     assert ((freq - p).abs() <= 5 * (p * (1 - p) / first.numel()).sqrt() + 1e-3).all(), (freq, p)
     again = torch.full_like(env_actions, -1)
-    fused.act(pol.actor, obs, mask, again, storage, torch.tensor([t], device=DEVICE), step,
-              fused.head_bounds(pol.splits, DEVICE), key)
+    act(again, step)
     assert torch.equal(again, env_actions), "the same key and step draw the same"
-    fused.act(pol.actor, obs, mask, again, storage, torch.tensor([t], device=DEVICE), step + 1,
-              fused.head_bounds(pol.splits, DEVICE), key)
+    act(again, step + 1)
     assert not torch.equal(again, env_actions), "the next step draws anew"
 
 
@@ -175,18 +207,29 @@ def tiny(env_id: str, **kw) -> Args:
                 device=str(DEVICE), eval_episodes=0, gif=False, cuda_graph=False, hidden=16, **kw)
 
 
-@pytest.fixture
-def kernels_on_this_device(monkeypatch):
+@pytest.fixture(params=["fused", "drawn"])
+def kernels_on_this_device(monkeypatch, request):
+    """The kernels on this device, whole networks in them (``fused``) or only draws and policy losses (``drawn``).
+
+    ``drawn`` is what networks too wide for the kernels get: torch's layers beside the kernels.
+    """
     monkeypatch.setattr(fused, "available", lambda device: True)
+    if request.param == "drawn":
+        monkeypatch.setattr(fused, "supported", lambda *widths: False)
+    return request.param
+
+
+def served(trainer: Trainer, path: str) -> tuple:
+    return trainer.fused if path == "fused" else trainer.drawn
 
 
 @pytest.mark.parametrize("env_id", ["simple_tag_v3", "tag_gridworld_v0"])
 def test_a_fused_rollout_is_the_env_stepped_with_its_actions(kernels_on_this_device, env_id):
     """Storage, values and the episode metrics of a kernel rollout, replayed through the env by hand."""
     trainer = Trainer(tiny(env_id))
-    assert trainer.fused == tuple(trainer.policies)
+    assert served(trainer, kernels_on_this_device) == trainer.recorded == tuple(trainer.policies)
     reference = Trainer(dataclasses.replace(trainer.args, fused=False))
-    assert reference.fused == ()
+    assert reference.fused == reference.drawn == reference.recorded == ()
     trainer.rollout()
     env = reference.env
     episodes = torch.zeros_like(trainer.episode_acc)
@@ -218,7 +261,7 @@ def test_a_fused_update_is_the_torch_update(kernels_on_this_device, critic):
     """The same rollout in storage, the same permutations: the kernels' update leaves the same weights."""
     first = Trainer(tiny("simple_tag_v3", ent_coef=0.05, critic=critic))
     second = Trainer(dataclasses.replace(first.args, fused=False))
-    assert first.fused and not second.fused
+    assert served(first, kernels_on_this_device) == tuple(first.policies) and not second.recorded
     first.rollout()
     second.policies.load_state_dict(first.policies.state_dict())
     for g, b in first.buf.items():

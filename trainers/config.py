@@ -88,9 +88,10 @@ class Args:
     """on a GPU, capture one rollout step (policies, sampling, env step, storage writes) as a CUDA graph and
     replay it: with few envs, the Python cost of launching its kernels one by one would set the speed"""
     fused: bool = True
-    """on a GPU, run the networks of groups with Discrete or MultiDiscrete actions as Triton kernels (sampling
-    in the actor's, the loss's gradient in one pass) where they fit: observations and widths up to 128 and 64
-    logits (trainers/fused.py). Same losses; TF32 products and another random stream than the torch path"""
+    """on a GPU, run the trainer's hot path as Triton kernels (trainers/fused.py): every group's storage writes
+    and GAE; for Discrete and MultiDiscrete groups the draws and the policy loss, and the whole networks where
+    they fit (observations and widths up to 128, 64 logits). Same losses; fp16 or TF32 products and another
+    random stream than the torch path"""
     torch_threads: int = 1
     """torch's CPU threads (0: torch's default). The env kernel already spreads over the cores, and on a
     busy 2-core machine one thread for the small networks ran 5x faster than two"""

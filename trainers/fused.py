@@ -35,6 +35,7 @@ except ImportError:  # the CPU build of torch comes without Triton; the torch pa
     triton = None
 
 MAX_IN, MAX_HIDDEN, MAX_OUT = 128, 128, 64  # padded widths the kernels hold in registers
+MAX_DRAWN = 256  # padded logits of a network too wide for them, whose draws and policy loss they take
 BLOCK_ROWS = 64
 # Products take fp16 copies of their operands and accumulate in fp32: as precise as TF32 (both keep 10
 # bits of mantissa; measured on an H200, 6e-4 relative error of a minibatch's gradient against fp32
@@ -60,6 +61,11 @@ def _pad(n: int) -> int:
 def supported(obs_size: int, hidden: int, logits: int) -> bool:
     """Whether a network of these widths fits the kernels' registers."""
     return _pad(obs_size) <= MAX_IN and _pad(hidden) <= MAX_HIDDEN and _pad(logits) <= MAX_OUT
+
+
+def drawable(logits: int) -> bool:
+    """Whether the kernels draw from and take the policy loss of this many logits (a tile of them in registers)."""
+    return _pad(logits) <= MAX_DRAWN
 
 
 def mlp_weights(seq: torch.nn.Sequential) -> tuple[torch.Tensor, ...]:
@@ -178,9 +184,11 @@ if triton is not None:
         tl.store(y_ptr + rows[:, None] * OUT + o[None, :], y, mask=rm[:, None] & (o[None, :] < OUT))
 
     @triton.jit
-    def _act_kernel(x_ptr, amask_ptr, env_act_ptr, s_obs, s_act, s_logp, s_amask, t_ptr, step_ptr, heads_ptr,
-                    w1, b1, w2, b2, w3, b3, M, D, H, OUT, key, NH: tl.constexpr, HAS_MASK: tl.constexpr,
-                    DP: tl.constexpr, HP: tl.constexpr, OP: tl.constexpr, BM: tl.constexpr, PREC: tl.constexpr):
+    def _act_kernel(x_ptr, logits_ptr, amask_ptr, env_act_ptr, s_obs, s_act, s_logp, s_amask, t_ptr, step_ptr,
+                    heads_ptr, w1, b1, w2, b2, w3, b3, M, D, H, OUT, key, NH: tl.constexpr, HAS_MASK: tl.constexpr,
+                    FORWARD: tl.constexpr, DP: tl.constexpr, HP: tl.constexpr, OP: tl.constexpr, BM: tl.constexpr,
+                    PREC: tl.constexpr):
+        """The actor's logits (``FORWARD``: run here; else read from ``logits_ptr``), a draw, step ``t``'s storage."""
         rows = tl.program_id(0) * BM + tl.arange(0, BM)
         d, cols = tl.arange(0, DP), tl.arange(0, OP)
         rm = rows < M
@@ -189,9 +197,12 @@ if triton is not None:
         xm = rm[:, None] & (d[None, :] < D)
         x = tl.load(x_ptr + rows[:, None] * D + d[None, :], mask=xm, other=0.0)
         tl.store(s_obs + t * M * D + rows[:, None] * D + d[None, :], x, mask=xm)
-        w1t, bb1, w2t, bb2, w3t, bb3 = _load_weights(w1, b1, w2, b2, w3, b3, D, H, OUT, DP, HP, OP)
-        _, _, logits = _forward(x, w1t, bb1, w2t, bb2, w3t, bb3, PREC)
         om = rm[:, None] & (cols[None, :] < OUT)
+        if FORWARD:
+            w1t, bb1, w2t, bb2, w3t, bb3 = _load_weights(w1, b1, w2, b2, w3, b3, D, H, OUT, DP, HP, OP)
+            _, _, logits = _forward(x, w1t, bb1, w2t, bb2, w3t, bb3, PREC)
+        else:
+            logits = tl.load(logits_ptr + rows[:, None] * OUT + cols[None, :], mask=om, other=0.0)
         if HAS_MASK:
             am = tl.load(amask_ptr + rows[:, None] * OUT + cols[None, :], mask=om, other=0)
             tl.store(s_amask + t * M * OUT + rows[:, None] * OUT + cols[None, :], am, mask=om)
@@ -244,6 +255,58 @@ if triton is not None:
             tl.atomic_add(acc_ptr + 1, tl.sum(length.to(tl.float64), 0))
 
     @triton.jit
+    def _actor_loss_grad(out, o, idx, rm, w, act_ptr, old_ptr, adv_ptr, amask_ptr, heads_ptr, ent_ptr, OUT, clip,
+                         NH: tl.constexpr, HAS_MASK: tl.constexpr):
+        """The gradient of the rows' clipped policy loss minus the entropy bonus, weighted by ``w``, by the logits.
+
+        Also per row the weighted loss, entropy, approximate KL and whether the ratio was clipped.
+        ``torch.maximum``'s and ``clamp``'s gradients at ties and bounds are taken as torch takes them.
+        """
+        om = rm[:, None] & (o[None, :] < OUT)
+        if HAS_MASK:
+            am = tl.load(amask_ptr + idx[:, None] * OUT + o[None, :], mask=om, other=0)
+            out = tl.where(am != 0, out, MASKED_LOGIT)
+        logp, ent, prob, lprob, taken, head_ent = _heads(out, o, act_ptr + idx * NH, heads_ptr, NH)
+        adv = tl.load(adv_ptr + idx, mask=rm, other=0.0)
+        log_ratio = logp - tl.load(old_ptr + idx, mask=rm, other=0.0)
+        ratio = tl.exp(log_ratio)
+        pg1 = -adv * ratio
+        pg2 = -adv * tl.minimum(tl.maximum(ratio, 1.0 - clip), 1.0 + clip)
+        g1 = tl.where(pg1 > pg2, 1.0, tl.where(pg1 == pg2, 0.5, 0.0))
+        inside = ((ratio >= 1.0 - clip) & (ratio <= 1.0 + clip)).to(tl.float32)
+        dlogp = -adv * (g1 + (1.0 - g1) * inside) * ratio
+        ent_coef = tl.load(ent_ptr)
+        dout = w[:, None] * (dlogp[:, None] * (taken - prob) + ent_coef * prob * (lprob + head_ent))
+        dout = tl.where(om, dout, 0.0)
+        return (dout, w * tl.maximum(pg1, pg2), w * ent, w * ((ratio - 1.0) - log_ratio),
+                w * (tl.abs(ratio - 1.0) > clip).to(tl.float32))
+
+    @triton.jit
+    def _actor_loss_kernel(perm_ptr, start, count, logits_ptr, act_ptr, old_ptr, adv_ptr, mask_ptr, amask_ptr,
+                           heads_ptr, ent_ptr, agents_ptr, dlogits_ptr, stats_ptr, OUT, clip, NH: tl.constexpr,
+                           HAS_MASK: tl.constexpr, OP: tl.constexpr, BM: tl.constexpr):
+        """`_actor_loss_grad` of a minibatch's logits (row r: stored row ``perm[start + r]``) over its agents.
+
+        Writes the mean's gradient by the logits and this program's sums of the four statistics.
+        """
+        pid = tl.program_id(0)
+        r = pid * BM + tl.arange(0, BM)
+        o = tl.arange(0, OP)
+        rm = r < count
+        om = rm[:, None] & (o[None, :] < OUT)
+        idx = tl.load(perm_ptr + start + r, mask=rm, other=0).to(tl.int64)
+        out = tl.load(logits_ptr + r[:, None] * OUT + o[None, :], mask=om, other=0.0)
+        w = tl.load(mask_ptr + idx, mask=rm, other=0.0)
+        dout, pg, ent, kl, clipped = _actor_loss_grad(out, o, idx, rm, w, act_ptr, old_ptr, adv_ptr, amask_ptr,
+                                                      heads_ptr, ent_ptr, OUT, clip, NH, HAS_MASK)
+        tl.store(dlogits_ptr + r[:, None] * OUT + o[None, :], dout / tl.load(agents_ptr), mask=om)
+        st = stats_ptr + pid * 4
+        tl.store(st, tl.sum(pg, 0))
+        tl.store(st + 1, tl.sum(ent, 0))
+        tl.store(st + 2, tl.sum(kl, 0))
+        tl.store(st + 3, tl.sum(clipped, 0))
+
+    @triton.jit
     def _ppo_grads_kernel(perm_ptr, start, count, x_ptr, act_ptr, old_ptr, adv_ptr, ret_ptr, mask_ptr, amask_ptr,
                           heads_ptr, ent_ptr, w1, b1, w2, b2, w3, b3, out_ptr, out_stride, stats_col,
                           D, H, OUT, clip, vf_coef, vf_clip, ROUNDS: tl.constexpr, CRITIC: tl.constexpr,
@@ -255,8 +318,7 @@ if triton is not None:
         The actor's loss is the clipped policy loss minus the entropy bonus; the critic's the value
         loss times ``vf_coef``; both weighted per row by ``mask``. `trainers.ppo.ppo_loss` averages
         over the minibatch's agents in the game: the critic's programs also count them, and the
-        caller divides the summed gradient and stats by that count. ``torch.maximum``'s and
-        ``clamp``'s gradients at ties and bounds are taken as torch takes them.
+        caller divides the summed gradient and stats by that count.
         """
         pid = tl.program_id(0)
         nprog = tl.num_programs(0)
@@ -297,26 +359,12 @@ if triton is not None:
                 s1 += w
                 dout = tl.where(o[None, :] == 0, (w * vf_coef * dv)[:, None], 0.0)
             else:
-                om = rm[:, None] & (o[None, :] < OUT)
-                if HAS_MASK:
-                    am = tl.load(amask_ptr + idx[:, None] * OUT + o[None, :], mask=om, other=0)
-                    out = tl.where(am != 0, out, MASKED_LOGIT)
-                logp, ent, prob, lprob, taken, head_ent = _heads(out, o, act_ptr + idx * NH, heads_ptr, NH)
-                adv = tl.load(adv_ptr + idx, mask=rm, other=0.0)
-                log_ratio = logp - tl.load(old_ptr + idx, mask=rm, other=0.0)
-                ratio = tl.exp(log_ratio)
-                pg1 = -adv * ratio
-                pg2 = -adv * tl.minimum(tl.maximum(ratio, 1.0 - clip), 1.0 + clip)
-                g1 = tl.where(pg1 > pg2, 1.0, tl.where(pg1 == pg2, 0.5, 0.0))
-                inside = ((ratio >= 1.0 - clip) & (ratio <= 1.0 + clip)).to(tl.float32)
-                dlogp = -adv * (g1 + (1.0 - g1) * inside) * ratio
-                ent_coef = tl.load(ent_ptr)
-                dout = w[:, None] * (dlogp[:, None] * (taken - prob) + ent_coef * prob * (lprob + head_ent))
-                dout = tl.where(om, dout, 0.0)
-                s0 += w * tl.maximum(pg1, pg2)
-                s1 += w * ent
-                s2 += w * ((ratio - 1.0) - log_ratio)
-                s3 += w * (tl.abs(ratio - 1.0) > clip).to(tl.float32)
+                dout, pg, ent, kl, clipped = _actor_loss_grad(out, o, idx, rm, w, act_ptr, old_ptr, adv_ptr, amask_ptr,
+                                                              heads_ptr, ent_ptr, OUT, clip, NH, HAS_MASK)
+                s0 += pg
+                s1 += ent
+                s2 += kl
+                s3 += clipped
             dout = _fit(dout, PREC)
             dz2 = _dot(dout, tl.trans(w3t), PREC) * (1.0 - h2 * h2)
             dz1 = _dot(dz2, tl.trans(w2t), PREC) * (1.0 - h1 * h1)
@@ -395,20 +443,25 @@ def draw_key(seed: int, rank: int, group: int) -> int:
     return (((seed * 1_000_003 + rank) * 64 + group) & 0x7FFFFFFF) << 32
 
 
-def act(seq, obs, mask, env_actions, storage, t, step, heads, key: int):
+def act(seq, obs, mask, env_actions, storage, t, step, heads, key: int, logits: torch.Tensor | None = None):
     """Samples ``env_actions`` for ``obs`` (``(E, n, D)``) and writes step ``t`` of ``storage``.
 
-    Written: ``obs``, ``act``, ``logp`` and, with a mask, ``action_mask``; draws keyed by ``key`` and ``step``.
+    Written: ``obs``, ``act``, ``logp`` and, with a mask, ``action_mask``; draws keyed by ``key``
+    and ``step``. The kernel runs the actor ``seq`` unless its ``logits`` (contiguous) are given:
+    a network too wide for the kernels runs as torch layers, and only the draw runs here.
     """
     weights = mlp_weights(seq)
     dims = _dims(weights, obs.shape[-1])
     rows = obs.shape[0] * obs.shape[1]
     nh = heads.numel() - 1
     has_mask = mask is not None
+    if logits is not None:
+        assert logits.is_contiguous() and logits.numel() == rows * dims["OUT"]
+        dims["HP"] = 16  # no hidden layer is held
     _act_kernel[(triton.cdiv(rows, BLOCK_ROWS),)](
-        obs, mask if has_mask else obs, env_actions, storage["obs"], storage["act"], storage["logp"],
-        storage["action_mask"] if has_mask else obs, t, step, heads, *weights, rows, **dims, key=key, NH=nh,
-        HAS_MASK=has_mask, BM=BLOCK_ROWS, PREC=PRECISION)
+        obs, obs if logits is None else logits, mask if has_mask else obs, env_actions, storage["obs"],
+        storage["act"], storage["logp"], storage["action_mask"] if has_mask else obs, t, step, heads, *weights, rows,
+        **dims, key=key, NH=nh, HAS_MASK=has_mask, FORWARD=logits is None, BM=BLOCK_ROWS, PREC=PRECISION)
 
 
 def record(env, group: str, gi: int, storage, acc: torch.Tensor, t: torch.Tensor, first: bool):
@@ -454,6 +507,35 @@ def mean_gradient(partial: torch.Tensor, flat: torch.Tensor):
     """Sums the programs' rows of ``partial`` into ``flat`` and divides by its last entry, the agents in the game."""
     torch.sum(partial, 0, out=flat)
     flat[:-1].div_(flat[-1:].clamp_min(1.0))
+
+
+def actor_loss(logits: torch.Tensor, perm, start: int, count: int, batch: dict, ent_coef, heads, clip: float,
+               agents: torch.Tensor):
+    """A minibatch's policy loss by its ``logits`` (from a torch actor): (its gradient by them, statistics).
+
+    ``logits[r]`` are the actor's outputs for stored row ``perm[start + r]``; ``agents`` (one
+    element) counts the minibatch's agents in the game, the loss being their mean. The
+    statistics are the sums of (pg, entropy, approx_kl, clipfrac) over them.
+    """
+    out = logits.shape[-1]
+    assert logits.is_contiguous() and logits.shape[0] == count
+    has_mask = "action_mask" in batch
+    grid = triton.cdiv(count, BLOCK_ROWS)
+    dlogits = torch.empty_like(logits)
+    partial = torch.empty(grid, 4, device=logits.device)
+    _actor_loss_kernel[(grid,)](perm, start, count, logits, batch["act"], batch["logp"], batch["adv"], batch["mask"],
+                                batch["action_mask"] if has_mask else batch["mask"], heads, ent_coef, agents, dlogits,
+                                partial, out, clip, NH=heads.numel() - 1, HAS_MASK=has_mask, OP=_pad(out),
+                                BM=BLOCK_ROWS)
+    return dlogits, partial.sum(0)
+
+
+def torch_matmul_precision() -> str:
+    """`torch.set_float32_matmul_precision`'s setting for the torch layers of a trainer on a GPU.
+
+    TF32 ("high") beside the kernels' fp16, TF32 or bf16 products; full fp32 ("highest") with ``ieee``.
+    """
+    return "highest" if PRECISION == "ieee" else "high"
 
 
 def gae(rew, val, nval, term, ended, gamma: float, lam: float, choice=None):

@@ -6,11 +6,6 @@ import csv
 import math
 from pathlib import Path
 
-import matplotlib
-
-matplotlib.use("Agg")  # files only: no display is needed or wanted
-import matplotlib.pyplot as plt  # noqa: E402
-
 
 def plot_learning_curve(csv_path: Path, png_path: Path, groups, trained_groups,
                         baselines: dict[str, float] | None = None, title: str = ""):
@@ -18,6 +13,11 @@ def plot_learning_curve(csv_path: Path, png_path: Path, groups, trained_groups,
 
     ``baselines`` (group -> return when every group plays at random) are drawn as dashed lines.
     """
+    import matplotlib  # here, not at the module's import: a run's start-up does not wait for it
+
+    matplotlib.use("Agg")  # files only: no display is needed or wanted
+    import matplotlib.pyplot as plt
+
     with open(csv_path, newline="") as fh:
         rows = list(csv.DictReader(fh))
     groups = list(groups)

@@ -17,11 +17,12 @@ metrics accumulate there and are read every ``log_every`` iterations.
 - **Update.** GAE, advantage normalisation, then epochs of minibatches of the clipped PPO loss.
 - **On a GPU** a whole rollout and a whole update are each captured once as a CUDA graph and
   replayed, so no Python runs per step or minibatch; learning rates and entropy weights are
-  device tensors the graph reads. Groups with Discrete or MultiDiscrete actions and networks
-  that fit run their networks as Triton kernels (`trainers.fused`): sampling inside the actor's
-  kernel, and the loss's gradient computed in one pass without writing hidden layers to memory.
-  Other groups, and every group on a CPU, run the plain torch code below, which the kernels are
-  tested against.
+  device tensors the graph reads. Triton kernels (`trainers.fused`) write every group's storage
+  and compute its GAE. Groups with Discrete or MultiDiscrete actions draw their actions in a
+  kernel and, where the networks fit, run them there too, the loss's gradient computed in one
+  pass without writing hidden layers to memory (``fused``); wider networks run as torch layers
+  (TF32 products) and a kernel turns their logits into the policy loss's gradient (``drawn``).
+  On a CPU every group runs the plain torch code below, which the kernels are tested against.
 - Groups with action masks sample under them, and the update recomputes log-probabilities
   under the same masks.
 
@@ -30,6 +31,8 @@ and draws apart) and all-reduces gradients in `Trainer.sync_gradients`.
 """
 
 from __future__ import annotations
+
+from contextlib import contextmanager
 
 import torch
 from torch import nn
@@ -40,6 +43,20 @@ from gpu_zoo.core.launch import default_device
 from trainers import checkpoint, fused
 from trainers.config import Args
 from trainers.policy import GroupPolicy
+
+
+@contextmanager
+def matmul_precision(device: torch.device):
+    """On a GPU, torch's float32 products at `trainers.fused.torch_matmul_precision` while the block runs."""
+    if device.type != "cuda":
+        yield
+        return
+    before = torch.get_float32_matmul_precision()
+    torch.set_float32_matmul_precision(fused.torch_matmul_precision())
+    try:
+        yield
+    finally:
+        torch.set_float32_matmul_precision(before)
 
 LOSS_STATS = ("pg", "vf", "entropy", "approx_kl", "clipfrac")
 VALUE_CHUNK = 1 << 20  # rows per critic pass over the stored rollout on the torch path
@@ -82,17 +99,22 @@ def ppo_loss(new_logp, old_logp, adv, new_value, old_value, returns, entropy, ma
     log_ratio = new_logp - old_logp
     ratio = log_ratio.exp()
     pg = torch.max(-adv * ratio, -adv * ratio.clamp(1 - clip, 1 + clip))
-    v_clip = clip if vf_clip is None else vf_clip
-    vf = 0.5 * (new_value - returns) ** 2
-    if v_clip > 0:
-        v_clipped = old_value + (new_value - old_value).clamp(-v_clip, v_clip)
-        vf = torch.max(vf, 0.5 * (v_clipped - returns) ** 2)
-    pg_loss, v_loss, ent = (pg * mask).sum() / n, (vf * mask).sum() / n, (entropy * mask).sum() / n
+    v_loss = value_loss(new_value, old_value, returns, mask, n, clip if vf_clip is None else vf_clip)
+    pg_loss, ent = (pg * mask).sum() / n, (entropy * mask).sum() / n
     with torch.no_grad():
         approx_kl = (((ratio - 1) - log_ratio) * mask).sum() / n
         clipfrac = (((ratio - 1).abs() > clip).float() * mask).sum() / n
     stats = {"pg": pg_loss, "vf": v_loss, "entropy": ent, "approx_kl": approx_kl, "clipfrac": clipfrac}
     return pg_loss + vf_coef * v_loss - ent_coef * ent, stats
+
+
+def value_loss(new_value, old_value, returns, mask, n, vf_clip: float):
+    """`ppo_loss`'s value loss: the mean over ``mask`` (``n`` agents) of the squared error, clipped with ``vf_clip``."""
+    vf = 0.5 * (new_value - returns) ** 2
+    if vf_clip > 0:
+        v_clipped = old_value + (new_value - old_value).clamp(-vf_clip, vf_clip)
+        vf = torch.max(vf, 0.5 * (v_clipped - returns) ** 2)
+    return (vf * mask).sum() / n
 
 
 def put(storage: torch.Tensor, t: torch.Tensor, value: torch.Tensor):
@@ -187,7 +209,15 @@ class Trainer:
         self.seconds = 0.0  # training wall time, carried over by resumes
         self._reset_env(args.seed + rank)
         self.masked = tuple(g for g in self.policies if g in action_masks(self.env))
-        self.fused = tuple(g for g in self.policies if self._fits_kernels(g))
+        # On a GPU every group's storage writes and GAE run as kernels (`trainers.fused`); Discrete
+        # and MultiDiscrete groups also draw their actions and compute their policy loss in them,
+        # and the networks run there too where they fit (``fused``). The others' layers are torch's.
+        kernels = args.fused and fused.available(self.device)
+        self.recorded = tuple(self.policies) if kernels else ()
+        self._heads = {g: fused.head_bounds(pol.splits, self.device) for g, pol in self.policies.items()
+                       if kernels and pol.splits is not None and fused.drawable(pol.logits_size)}
+        self.fused = tuple(g for g in self._heads if self._fits_kernels(g))
+        self.drawn = tuple(g for g in self._heads if g not in self.fused)
         self.buf = {g: self._storage(g) for g in self.policies}
         T, E = args.num_steps, args.num_envs  # the env's global state at each step and after it (MAPPO)
         self._states = {k: torch.zeros(T, E, self.env.state_size, device=self.device)
@@ -203,8 +233,8 @@ class Trainer:
         self.updates_since_log = [0] * len(self.policies)  # minibatches per group, counted on the host
         self._kernel_state = {g: self._kernel_buffers(g) for g in self.fused}
         # where the torch path adds finished episodes into ``episode_acc``: what the kernels do not
-        index = [2 + i for i, g in enumerate(self.env.groups) if g not in self.fused]
-        self._acc_index = torch.tensor(index if self.fused else [0, 1, *index], device=self.device)
+        index = [2 + i for i, g in enumerate(self.env.groups) if g not in self.recorded]
+        self._acc_index = torch.tensor(index if self.recorded else [0, 1, *index], device=self.device)
 
     def _reset_env(self, seed: int, episode_counts: torch.Tensor | None = None):
         """Fresh episodes from ``seed``; with ``stagger_starts`` each env's first starts at a step drawn from it."""
@@ -215,10 +245,9 @@ class Trainer:
         self.env.reset(seed=seed, episode_counts=episode_counts, start_steps=starts)
 
     def _fits_kernels(self, g: str) -> bool:
-        pol = self.policies[g]
+        pol = self.policies[g]  # a Discrete or MultiDiscrete group's
         width = max(self.env.single_observation_space(g).shape[0], critic_size(self.env, g, self.args))
-        return (self.args.fused and fused.available(self.device) and pol.splits is not None
-                and fused.supported(width, self.args.for_group(g).hidden, pol.logits_size))
+        return fused.supported(width, self.args.for_group(g).hidden, pol.logits_size)
 
     # ----------------------------------------------------------------- storage
     def _storage(self, g: str) -> dict[str, torch.Tensor]:
@@ -252,8 +281,7 @@ class Trainer:
             p.grad = flat[offset:offset + size].view_as(p)
             offset += size
         return {"flat": flat, "partial": torch.zeros(fused.num_programs(self.device), flat.numel(), device=self.device),
-                "critic_column": sum(p.numel() for p in pol.actor.parameters()), "stats_column": offset,
-                "heads": fused.head_bounds(pol.splits, self.device)}
+                "critic_column": sum(p.numel() for p in pol.actor.parameters()), "stats_column": offset}
 
     # ----------------------------------------------------------------- rollout
     def rollout(self):
@@ -269,9 +297,10 @@ class Trainer:
         if graph is not None:
             graph.replay()
             return
-        fn()
-        if self.args.cuda_graph and self.device.type == "cuda":
-            self._graphs[name] = capture(fn, self.device)
+        with matmul_precision(self.device):  # a capture keeps the products it was captured with
+            fn()
+            if self.args.cuda_graph and self.device.type == "cuda":
+                self._graphs[name] = capture(fn, self.device)
 
     @torch.no_grad()
     def _rollout(self):
@@ -307,9 +336,10 @@ class Trainer:
                 env.actions[g].copy_(a)
         for gi, (g, pol) in enumerate(self.policies.items()):
             b = self.buf[g]
-            if g in self.fused:
-                fused.act(pol.actor, env.obs[g], masks.get(g), env.actions[g], b, t, self.counters[1:],
-                          self._kernel_state[g]["heads"], fused.draw_key(self.args.seed, self.rank, gi))
+            if g in self._heads:  # the actor's layers in the kernel, or torch's and the draw in the kernel
+                logits = pol.actor(env.obs[g]) if g in self.drawn else None
+                fused.act(pol.actor, env.obs[g], masks.get(g), env.actions[g], b, t, self.counters[1:], self._heads[g],
+                          fused.draw_key(self.args.seed, self.rank, gi), logits=logits)
                 continue
             put(b["obs"], t, env.obs[g])
             mask = None
@@ -329,19 +359,19 @@ class Trainer:
                                                             env.global_state()))
         for g in self.policies:
             b = self.buf[g]
-            if g in self.fused:  # the kernel also adds its group's finished episodes to ``acc``
-                fused.record(env, g, env.groups.index(g), b, acc, t, first=g == self.fused[0])
+            if g in self.recorded:  # the kernel also adds its group's finished episodes to ``acc``
+                fused.record(env, g, env.groups.index(g), b, acc, t, first=g == self.recorded[0])
                 continue
             put(b["rew"], t, rew[g])
             put(b["term"], t, term[g])
             put(b["ended"], t, term[g] | trunc[g])
             put(b["mask"], t, info["active"][g])
             put(b["next_obs"], t, torch.where(done.view(-1, 1, 1), info["final_obs"][g], obs[g]))
-        rest = [g for g in env.groups if g not in self.fused]  # episodes the kernels did not count
+        rest = [g for g in env.groups if g not in self.recorded]  # episodes the kernels did not count
         if rest:
             stats, d = env.episode_stats(), done.double()
             parts = [(stats[f"return_{g}"].mean(-1) * d).sum() for g in rest]
-            if not self.fused:
+            if not self.recorded:
                 parts = [d.sum(), (stats["length"] * d).sum(), *parts]
             acc.index_add_(0, self._acc_index, torch.stack(parts))
         self.counters += 1
@@ -374,7 +404,7 @@ class Trainer:
             b = self.buf[g]
             # A step whose mask left one action per head was no decision (`compute_gae`)
             choice = b["action_mask"].sum(-1) > len(pol.splits) if a.gae_skip_forced and "action_mask" in b else None
-            gae = fused.gae if g in self.fused else compute_gae
+            gae = fused.gae if g in self.recorded else compute_gae
             adv, ret = gae(b["rew"], b["value"], b["next_value"], b["term"], b["ended"], a.gamma, a.gae_lambda,
                            choice=choice)
             flat = {k: v.reshape(-1, *v.shape[3:]) for k, v in b.items()}
@@ -385,7 +415,8 @@ class Trainer:
                 adv = (adv - mean) / (std + 1e-8)
             flat["adv"], flat["ret"] = adv, ret
             size = adv.shape[0]
-            minibatch = self._fused_minibatch if g in self.fused else self._torch_minibatch
+            minibatch = (self._fused_minibatch if g in self.fused else self._drawn_minibatch if g in self.drawn
+                         else self._torch_minibatch)
             for _ in range(a.update_epochs):
                 perm = torch.rand(size, device=self.device).argsort()
                 for start, count in self._minibatches(a, size):
@@ -414,11 +445,30 @@ class Trainer:
         for net, critic, column, stats, batch in ((pol.actor, False, 0, k["stats_column"], flat),
                                                   (pol.critic, True, k["critic_column"], k["stats_column"] + 1,
                                                    critic_batch)):
-            fused.ppo_grads(net, critic, perm, start, count, batch, self.ent_coefs[g], k["heads"], k["partial"],
+            fused.ppo_grads(net, critic, perm, start, count, batch, self.ent_coefs[g], self._heads[g], k["partial"],
                             column, stats, a.clip_coef, a.vf_coef, vf_clip)
         fused.mean_gradient(k["partial"], k["flat"])
         self.sync_gradients()
         self.loss_acc[gi] += k["flat"][k["stats_column"]:k["stats_column"] + len(LOSS_STATS)]
+
+    def _drawn_minibatch(self, gi: int, g: str, a: Args, flat: dict, perm, start: int, count: int):
+        """The same gradient with torch's layers and the policy loss's gradient by the logits from a kernel.
+
+        The kernel replaces the distributions' many passes over the logits, forward and backward.
+        """
+        idx, pol = perm[start:start + count], self.policies[g]
+        critic_obs = flat["critic_obs"] if "critic_obs" in flat else flat["obs"]
+        logits = pol.actor(flat["obs"][idx])
+        agents = flat["mask"][idx].sum().clamp_min(1.0)
+        dlogits, sums = fused.actor_loss(logits.detach(), perm, start, count, flat, self.ent_coefs[g], self._heads[g],
+                                         a.clip_coef, agents.view(1))
+        v_loss = value_loss(pol.value(critic_obs[idx]), flat["value"][idx], flat["ret"][idx], flat["mask"][idx],
+                            agents, a.clip_coef if a.vf_clip is None else a.vf_clip)
+        self.opts[g].zero_grad()
+        torch.autograd.backward([logits, a.vf_coef * v_loss], [dlogits, None])
+        self.sync_gradients()
+        pg, ent, kl, clipfrac = (sums / agents).unbind()
+        self.loss_acc[gi] += torch.stack([pg, v_loss.detach(), ent, kl, clipfrac])
 
     def sync_gradients(self):
         """Hook between the gradient and the optimiser step: a data-parallel run all-reduces gradients here."""

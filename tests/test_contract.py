@@ -137,6 +137,18 @@ def test_bad_actions_raise_and_leave_the_env_usable(env, bad, match):
     assert (env.state.t == 1).all()
 
 
+def test_a_step_refused_for_one_group_writes_no_groups_actions(env):
+    env.reset(seed=0)
+    for a in env.actions.values():
+        a.zero_()
+    before = {g: a.clone() for g, a in env.actions.items()}
+    good = {g: torch.ones_like(a) for g, a in env.actions.items()}
+    last = list(env.groups)[-1]
+    with pytest.raises(ValueError, match="out of range"):
+        env.step({**good, last: torch.full_like(env.actions[last], 99)})
+    assert all(torch.equal(env.actions[g], before[g]) for g in env.groups), "a refused step wrote actions"
+
+
 def test_bad_construction_arguments():
     with pytest.raises(TypeError, match="unknown argument"):
         gpu_zoo.make("tag_continuous_v0", num_envs=1, device="cpu", num_taggerz=3)

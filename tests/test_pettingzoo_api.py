@@ -68,3 +68,21 @@ def test_state_and_spaces():
     assert env.observation_space("runner_0") is env.observation_space("runner_0")
     assert env.observation_space("runner_0") is not env.observation_space("runner_1")
     assert all(env.observation_space(a).contains(o) for a, o in obs.items())
+
+
+def test_numpy_integer_seeds_and_refused_seeds():
+    """A NumPy integer seeds as the int it holds; a refused seed resets nothing, ``agents`` included."""
+    env = tag_continuous_v0.parallel_env(**TAG_SMALL, tagging_distance=1.0)  # every runner is tagged at once
+    want, _ = env.reset(seed=3)
+    want_action = env.action_space("runner_0").sample()
+    got, _ = env.reset(seed=np.int64(3))
+    assert all(np.array_equal(got[a], want[a]) for a in want)
+    assert np.array_equal(env.action_space("runner_0").sample(), want_action)
+    env.step({a: env.action_space(a).sample() for a in env.agents})
+    left = list(env.agents)
+    assert left == ["tagger_0", "tagger_1"] or left == []
+    t = int(env.batched.state.t[0])
+    for bad, error in (("3", TypeError), (True, TypeError), (-1, ValueError), (2.5, TypeError)):
+        with pytest.raises(error, match="seed"):
+            env.reset(seed=bad)
+        assert env.agents == left and int(env.batched.state.t[0]) == t, "a refused reset changed the env"

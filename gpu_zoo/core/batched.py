@@ -24,13 +24,23 @@ _INT_DTYPES = (torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8)
 _FLOAT_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 
 
-def split_seed(seed: int) -> tuple[int, int]:
-    """A non-negative int seed as two 31-bit halves (seeds are taken mod 2**62)."""
+def check_seed(seed) -> int | None:
+    """``seed`` as a Python int (NumPy integers are seeds too), or None; anything else is refused."""
+    if seed is None:
+        return None
     if isinstance(seed, bool) or not isinstance(seed, int | np.integer):
         raise TypeError(f"seed must be an int or None, got {type(seed).__name__}")
     seed = int(seed)
     if seed < 0:
         raise ValueError(f"seed must be non-negative, got {seed}")
+    return seed
+
+
+def split_seed(seed: int) -> tuple[int, int]:
+    """A non-negative int seed as two 31-bit halves (seeds are taken mod 2**62)."""
+    seed = check_seed(seed)
+    if seed is None:
+        raise TypeError("seed must be an int, got None")
     return seed & 0x7FFFFFFF, (seed >> 31) & 0x7FFFFFFF
 
 
@@ -233,10 +243,12 @@ class BatchedEnv:
             raise ValueError(f"actions must be a dict keyed by group {list(self.groups)}, got {type(actions).__name__}")
         if set(actions) != set(self.groups):
             raise ValueError(f"actions must have exactly the groups {sorted(self.groups)}, got {sorted(actions)}")
+        for name, value in actions.items():  # every group checked before any is written: a refusal changes nothing
+            self._check_group_actions(name, value)
         for name, value in actions.items():
-            self._load_group_actions(name, value)
+            self.actions[name].copy_(value)
 
-    def _load_group_actions(self, name: str, value):
+    def _check_group_actions(self, name: str, value):
         dst, gi = self.actions[name], self.layout.groups[name]
         if not isinstance(value, torch.Tensor):
             raise ValueError(f"actions[{name!r}] must be a torch.Tensor, got {type(value).__name__}")
@@ -252,7 +264,6 @@ class BatchedEnv:
             raise ValueError(f"actions[{name!r}] must have {kind} dtype for {gi.action_space}, got {value.dtype}")
         if self.validate:
             self._check_values(name, value, discrete)
-        dst.copy_(value)
 
     def _check_values(self, name, value, discrete):
         if discrete:

@@ -15,7 +15,7 @@ import torch
 from pettingzoo import ParallelEnv
 from pettingzoo.utils.conversions import parallel_to_aec, parallel_to_aec_wrapper
 
-from .batched import BatchedEnv
+from .batched import BatchedEnv, check_seed
 from .spec import EnvSpec
 
 
@@ -75,6 +75,7 @@ class GpuZooParallelEnv(ParallelEnv):
 
     # ------------------------------------------------------------------ API
     def reset(self, seed: int | None = None, options: dict | None = None):
+        seed = check_seed(seed)  # before anything changes: a refused seed leaves the episode as it was
         self._env.reset(seed=seed)
         if seed is not None:
             for i, a in enumerate(self.possible_agents):

@@ -177,3 +177,9 @@ def test_render_is_an_rgb_frame(env):
     frame = env.render(1)
     assert frame.dtype == np.uint8 and frame.ndim == 3 and frame.shape[2] == 3
     assert len(np.unique(frame.reshape(-1, 3), axis=0)) > 3
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="a machine without a GPU refuses device='cuda'")
+def test_cuda_without_a_gpu_is_refused_with_the_fix():
+    with pytest.raises(RuntimeError, match=r"gpu_zoo\[cuda\].*device='cpu'"):
+        gpu_zoo.make("tag_continuous_v0", num_envs=2, device="cuda", **TAG_SMALL)

@@ -69,3 +69,36 @@ def test_cpu_and_cuda_targets_agree(case, cuda_device):
     assert int(cpu.state.ep_count.sum()) >= num_envs, "the run should include auto-resets"
     if case == "economy_saez":  # the formula ran, and fitted the elasticity
         assert (cpu.state.saez_count == ECON_SAEZ["saez_buffer_size"]).all() and (cpu.state.saez_elas != 0.5).all()
+
+
+@pytest.mark.parametrize("case", ["tag_full", "tag_full_split", "simple_tag"])
+def test_an_env_finished_without_autoreset_stays_as_it_ended(case, cuda_device):
+    """Without auto-reset a finished env's later steps change nothing and report nothing, on both targets."""
+    env_id, kw = CASES[case]
+    spec = gpu_zoo.get_spec(env_id)
+    envs = [BatchedEnv(spec, 3, device="cpu", autoreset=False, **kw),
+            BatchedEnv(spec, 3, device=cuda_device, target="cuda", autoreset=False, **kw)]
+    quiet = ("rew", "term", "trunc", "active", "done")
+    gen = torch.Generator().manual_seed(5)
+    for env in envs:
+        env.reset(seed=2)
+    for _ in range(kw["max_cycles"]):
+        acts = envs[0].sample_actions(gen)
+        for env in envs:
+            env.step({g: a.to(env.device) for g, a in acts.items()})
+    assert envs[0].state.finished.all() and int(envs[0].state.ep_count.sum()) == 3
+    ended = {n: v.clone() for n, v in envs[0].buffers.raw.items()}
+    for _ in range(3):
+        acts = envs[0].sample_actions(gen)
+        for env in envs:
+            env.step({g: a.to(env.device) for g, a in acts.items()})
+        assert_same_state(envs[0], envs[1], "a step after the end")
+    for name, now in envs[0].buffers.raw.items():
+        if name in quiet:
+            assert not now.any(), f"{name} reported after the end"
+        elif name not in envs[0].layout.scratch_fields and not name.startswith("act_"):
+            assert torch.equal(now, ended[name]), f"{name} changed after the end"
+    for env in envs:
+        env.reset(seed=2)
+        env.step(env.sample_actions(torch.Generator(env.device).manual_seed(0)))
+        assert (env.state.t == 1).all() and not env.state.finished.any()

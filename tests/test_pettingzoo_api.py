@@ -49,6 +49,8 @@ def test_agents_leave_and_never_return():
 
 def test_bad_parallel_actions():
     env = tag_continuous_v0.parallel_env(**TAG_SMALL)
+    with pytest.raises(RuntimeError, match="reset"):
+        env.step({})
     env.reset(seed=0)
     acts = {a: env.action_space(a).sample() for a in env.agents}
     with pytest.raises(ValueError, match="unknown agent"):

@@ -7,6 +7,7 @@ optional value checks (on by default; pass ``validate=False`` for full speed).
 
 from __future__ import annotations
 
+import dataclasses
 import secrets
 from collections.abc import Mapping
 
@@ -16,8 +17,9 @@ import torch
 
 from .buffers import Buffers
 from .graphs import capture
-from .launch import Launcher, default_device, simulator_enabled
+from .launch import Launcher, check_cuda_device, default_device, simulator_enabled
 from .layout import Layout
+from .params import checked
 from .spec import EnvSpec
 
 _INT_DTYPES = (torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8)
@@ -82,6 +84,8 @@ class BatchedEnv:
         self.params = spec.make_params(**params)
         self.layout = Layout(spec, self.params)
         self.device = torch.device(device) if device is not None else default_device()
+        if self.device.type == "cuda":
+            check_cuda_device(self.device)
         if self.device.type == "cuda" and self.device.index is None:
             self.device = torch.device("cuda", torch.cuda.current_device())
         if target is None:
@@ -332,12 +336,19 @@ class BatchedEnv:
         return out
 
     def set_params(self, **values: float):
-        """Changes runtime (float) params of every env without recompiling."""
+        """Changes runtime (float) params of every env without recompiling.
+
+        The new values pass the checks a constructor's do (types, ranges, relations between
+        params); a refused call changes nothing.
+        """
         names = self.layout.runtime_params
-        for k, v in values.items():
+        for k in values:
             if k not in names:
                 raise ValueError(f"{k!r} is not a runtime param; runtime params are {list(names)}")
-            self.state.params[:, names.index(k)] = float(v)
+        params = dataclasses.replace(self.params, **checked(type(self.params), values))
+        for k in values:
+            self.state.params[:, names.index(k)] = float(getattr(params, k))
+        self.params = params
 
     def render(self, env_index: int = 0) -> np.ndarray:
         """An RGB frame (uint8 H x W x 3) of one environment."""

@@ -159,7 +159,9 @@ class _Stages:
 
     Guards: ``""`` (always), ``"done"`` (the env's episode ended at this step), ``"restart"``
     (ended, and the env restarts at once: its ``autoreset`` flag, a run-time value, so one
-    compiled kernel serves both the batched face and the PettingZoo one).
+    compiled kernel serves both the batched face and the PettingZoo one). In a step's stages
+    (``step``), an env that finished without auto-reset (``s.finished``) runs only the
+    ``"idle"`` stages, and the others run only in the other envs.
 
     Kinds: ``agent``, ``env`` and ``item`` call a phase; ``elem`` assigns ``s.<target>_<group>[e, ai, i]``
     for every observation element of every group, from an expression of ``a``, ``ai`` and ``i`` (or,
@@ -168,10 +170,11 @@ class _Stages:
     the `PerObs` asks to see them too).
     """
 
-    def __init__(self):
+    def __init__(self, step: bool = False):
         self.items: list[tuple[str, object, bool]] = []
         self.imports: dict[str, tuple[str, str]] = {}
         self.per_obs: set[str] = set()
+        self.step = step
 
     def add(self, phase, guard: str = ""):
         mod, name = _qualified(phase.fn)
@@ -216,7 +219,7 @@ def _step_kernels(layout: Layout) -> tuple[_Stages, _Stages, _Stages]:
 
 
 def _joined(*parts: _Stages) -> _Stages:
-    out = _Stages()
+    out = _Stages(step=any(part.step for part in parts))
     for part in parts:
         out.items += part.items
         out.imports.update(part.imports)
@@ -228,7 +231,9 @@ def _step_parts(layout: Layout) -> tuple[_Stages, _Stages, _Stages, _Stages]:
     """A step's stages in four parts: the env's phases; the episode ends; the observations; the finished envs."""
     spec, E, params = layout.spec, _episode, layout.params
     step_phases, reset_phases, observe_phases = (spec.phases(k, params) for k in ("step", "reset", "observe"))
-    phases, ends, observe, finished = _Stages(), _Stages(), _Stages(), _Stages()
+    phases, ends, observe, finished = (_Stages(step=True) for _ in range(4))
+    phases.add(PerEnv(E.idle_env), guard="idle")
+    phases.add(PerAgent(E.idle_agent), guard="idle")
     phases.add(PerEnv(E.begin_env))
     phases.add(PerAgent(E.begin_agent))
     for ph in step_phases:
@@ -362,11 +367,14 @@ def _cpu_body(name: str, stages: _Stages, layout: Layout, helpers: dict) -> str:
 def _cpu_stages(stages: _Stages, layout: Layout, helpers: dict) -> list[str]:
     """The body of one env's kernel on the CPU, unindented: the stages in order."""
     A = layout.num_agents
-    out = []
+    out = ["idle = s.finished[e] != 0"] if stages.step else []
+    running = ["not idle"] if stages.step else []
+    conditions = {"idle": "idle", "": " and ".join(running), "done": " and ".join([*running, "s.done[e]"]),
+                  "restart": " and ".join([*running, "s.done[e]", "s.autoreset[e]"])}
     for kind, fn, guard in stages.items:
         ind = ""
-        if guard:
-            out.append(ind + ("if s.done[e]:" if guard == "done" else "if s.done[e] and s.autoreset[e]:"))
+        if conditions[guard]:
+            out.append(f"if {conditions[guard]}:")
             ind += "    "
         if kind == "agent":
             out += [ind + f"for a in range({A}):", ind + f"    {fn[0]}(s, p, e, a{_scratch_args(fn[1], 'cpu')})"]
@@ -489,8 +497,11 @@ def _cuda_body(name: str, stages: _Stages, layout: Layout, shape: LaunchShape, s
            "    n_env = s.t.shape[0]", "    tid = cuda.threadIdx.x & 1023",
            f"    e = (cuda.blockIdx.x & {NONNEG}) * {epb} + tid // {tpe}", f"    lane = tid & {tpe - 1}",
            "    ok = e < n_env", "    p = _params(s, min(e, n_env - 1))", *_scratch_decls(layout)]
+    if stages.step:  # read once at the start: the step that finishes an env sets the flag
+        out += ["    idle = ok and s.finished[e] != 0", "    ok = ok and not idle"]
     for kind, fn, guard in stages.items:
-        cond = {"": "ok", "done": "ok and s.done[e]", "restart": "ok and s.done[e] and s.autoreset[e]"}[guard]
+        cond = {"": "ok", "done": "ok and s.done[e]", "restart": "ok and s.done[e] and s.autoreset[e]",
+                "idle": "idle"}[guard]
         if kind == "agent":
             out += [f"    if {cond}:", "        al = lane", f"        while al < {A}:",
                     f"            {fn[0]}(s, p, e, al & {NONNEG}{_scratch_args(fn[1], 'cuda')})",

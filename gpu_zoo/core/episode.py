@@ -18,6 +18,20 @@ def observing(s, e, a):
 
 
 @kernel_fn
+def idle_env(s, p, e):
+    """A step of an env that finished without auto-reset: nothing advances, and nothing new is reported."""
+    s.done[e] = 0
+
+
+@kernel_fn
+def idle_agent(s, p, e, a):
+    s.rew[e, a] = 0
+    s.term[e, a] = 0
+    s.trunc[e, a] = 0
+    s.active[e, a] = 0
+
+
+@kernel_fn
 def begin_env(s, p, e):
     s.t[e] += 1
     s.over[e] = 0
@@ -58,6 +72,8 @@ def save_return(s, p, e, a):
 def finish_env(s, p, e):
     s.last_len[e] = s.t[e] - s.start_t[e]
     s.ep_count[e] += 1
+    if not s.autoreset[e]:
+        s.finished[e] = 1
 
 
 @kernel_fn
@@ -85,6 +101,7 @@ def reset_env(s, p, e):
     """
     s.over[e] = 0
     s.done[e] = 0
+    s.finished[e] = 0
 
 
 @kernel_fn

@@ -32,6 +32,19 @@ def cuda_usable() -> bool:
     return True
 
 
+def check_cuda_device(device: torch.device):
+    """Refuses a CUDA ``device`` this machine cannot run, saying what would make it run."""
+    if not torch.cuda.is_available():
+        why = ("this torch build has no CUDA support" if torch.version.cuda is None
+               else "torch finds no usable GPU (no GPU, or no working NVIDIA driver)")
+        raise RuntimeError(f"device={str(device)!r}: {why}. Install a CUDA build of torch and gpu_zoo's CUDA "
+                           "extra (pip install 'gpu_zoo[cuda]') on a machine with an NVIDIA GPU and driver, "
+                           "or pass device='cpu'")
+    if device.index is not None and not 0 <= device.index < torch.cuda.device_count():
+        raise RuntimeError(f"device={str(device)!r}: this machine has {torch.cuda.device_count()} GPU(s), "
+                           f"cuda:0 to cuda:{torch.cuda.device_count() - 1}")
+
+
 def default_device() -> torch.device:
     return torch.device("cuda") if cuda_usable() else torch.device("cpu")
 

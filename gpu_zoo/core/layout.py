@@ -35,6 +35,7 @@ CORE_DOCS = {
     "done": "1 if the env's episode ended at the last step",
     "over": "1 once the game has ended for everyone (set by the env)",
     "autoreset": "1 if the env restarts as soon as its episode ends",
+    "finished": "1 once an episode ended without auto-reset: later steps leave the env as it is until reset",
 }
 
 
@@ -146,7 +147,7 @@ class Layout:
         out += [Field("seed", "i32", (2,), CORE_DOCS["seed"])]
         out += [Field(n, "i32", (), CORE_DOCS[n]) for n in ("episode", "t", "start_t", "ep_count", "last_len")]
         out += [Field(n, "u8", (A,), CORE_DOCS[n]) for n in ("alive", "active", "term", "trunc")]
-        out += [Field(n, "u8", (), CORE_DOCS[n]) for n in ("done", "over", "autoreset")]
+        out += [Field(n, "u8", (), CORE_DOCS[n]) for n in ("done", "over", "autoreset", "finished")]
         for gi in self.groups.values():
             D = gi.group.obs_size
             out.append(Field(f"obs_{gi.name}", "f32", (gi.count, D), f"observations of the {gi.name} group"))

@@ -44,6 +44,7 @@ class GpuZooParallelEnv(ParallelEnv):
                 self._slots[f"{g}_{i}"] = (g, i, gi.lo + i)
         self.possible_agents = list(self._slots)
         self.agents: list[str] = []
+        self._was_reset = False
         # One space object per agent (not shared), so each agent's action space seeds on its own.
         group_of = {a: layout.groups[g] for a, (g, _, _) in self._slots.items()}
         self._obs_spaces = {a: copy.deepcopy(gi.observation_space) for a, gi in group_of.items()}
@@ -81,10 +82,18 @@ class GpuZooParallelEnv(ParallelEnv):
             for i, a in enumerate(self.possible_agents):
                 self._act_spaces[a].seed(seed + i)
         self.agents = self.possible_agents[:]
+        self._was_reset = True
         obs = self._observations(self.agents)
         return obs, self._infos(self.agents)
 
     def step(self, actions: dict):
+        """PettingZoo's parallel step.
+
+        Before the first reset it raises; once every agent has left it returns empty dicts
+        (PettingZoo's convention: no one is left to report on).
+        """
+        if not self._was_reset:
+            raise RuntimeError("call reset() before step()")
         if not isinstance(actions, dict):
             raise ValueError(f"actions must be a dict keyed by agent name, got {type(actions).__name__}")
         unknown = [a for a in actions if a not in self._slots]

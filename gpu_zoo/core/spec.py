@@ -14,6 +14,8 @@ from typing import Any
 
 import gymnasium
 
+from .params import checked
+
 DTYPES = ("f64", "f32", "i32", "u8")
 
 
@@ -225,9 +227,9 @@ class EnvSpec:
         return out
 
     def make_params(self, **kwargs):
-        """Builds the params dataclass, with a clear error for an unknown argument."""
+        """Builds the params dataclass: an unknown argument or one of the wrong type is refused, naming it."""
         names = [f.name for f in dataclasses.fields(self.params)]
         unknown = sorted(set(kwargs) - set(names))
         if unknown:
             raise TypeError(f"{self.id}: unknown argument(s) {unknown}; expected some of {names}")
-        return self.params(**kwargs)
+        return self.params(**checked(self.params, kwargs))

@@ -128,6 +128,12 @@ class TagParams:
         for name in ("grid_length", "max_speed"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"{name} must be > 0, got {getattr(self, name)!r}")
+        for name in ("skill_level_tagger", "skill_level_runner"):  # a multiplier of the agent's acceleration
+            if not getattr(self, name) >= 0:
+                raise ValueError(f"{name} must be >= 0, got {getattr(self, name)!r}")
+        for lo, hi in (("min_acceleration", "max_acceleration"), ("min_turn", "max_turn")):
+            if not getattr(self, lo) <= getattr(self, hi):
+                raise ValueError(f"{lo} must be at most {hi}, got {getattr(self, lo)!r} > {getattr(self, hi)!r}")
         if not self.use_full_observation and self.num_other_agents_observed > self.num_agents - 1:
             raise ValueError(f"num_other_agents_observed must be at most num_agents - 1 = {self.num_agents - 1}, "
                              f"got {self.num_other_agents_observed}")

@@ -1,0 +1,62 @@
+"""An env's params checked against their annotations before the env's own checks, and long before a compile."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import types
+import typing
+
+import numpy as np
+
+_NAMES = {bool: "a bool", int: "an int", float: "a finite number", str: "a string", type(None): "None"}
+
+
+def _accepts(kind, value):
+    """``(True, value as stored)`` when ``value`` is of ``kind``; ``(False, None)`` when not."""
+    if kind is type(None):
+        return value is None, None
+    if kind is bool:
+        return isinstance(value, bool | np.bool_), bool(value) if isinstance(value, bool | np.bool_) else None
+    if isinstance(value, bool | np.bool_):  # a bool is no number here: ``True`` for a count is a mistake
+        return False, None
+    if kind is int:
+        return (True, int(value)) if isinstance(value, int | np.integer) else (False, None)
+    if kind is float:
+        if isinstance(value, int | float | np.integer | np.floating) and math.isfinite(value):
+            return True, float(value)
+        return False, None
+    if kind is str:
+        return isinstance(value, str), value
+    return True, value  # tuples, lists and the like: the env's own checks see them
+
+
+def _kinds(annotation) -> tuple:
+    if isinstance(annotation, types.UnionType) or typing.get_origin(annotation) is typing.Union:
+        return typing.get_args(annotation)
+    return (annotation,)
+
+
+def checked(cls, values: dict) -> dict:
+    """``values`` for fields of the params dataclass ``cls``, each checked against its annotation.
+
+    A ``bool`` field takes bools (NumPy's too), an ``int`` field integers but not bools, a
+    ``float`` field finite real numbers (stored as float), a ``str`` field strings; ``X | None``
+    also takes None. Returns the values as stored; a wrong one raises TypeError naming the field,
+    what it takes and what it got.
+    """
+    hints = typing.get_type_hints(cls)
+    out = {}
+    for f in dataclasses.fields(cls):
+        if f.name not in values:
+            continue
+        value, kinds = values[f.name], _kinds(hints.get(f.name, object))
+        for kind in kinds:
+            ok, stored = _accepts(kind, value)
+            if ok:
+                out[f.name] = stored if kind in _NAMES else value
+                break
+        else:
+            wanted = " or ".join(_NAMES.get(k, getattr(k, "__name__", str(k))) for k in kinds)
+            raise TypeError(f"{cls.__name__}.{f.name} must be {wanted}, got {value!r}")
+    return {**values, **out}

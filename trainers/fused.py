@@ -37,6 +37,9 @@ except ImportError:  # the CPU build of torch comes without Triton; the torch pa
 MAX_IN, MAX_HIDDEN, MAX_OUT = 128, 128, 64  # padded widths the kernels hold in registers
 MAX_DRAWN = 256  # padded logits of a network too wide for them, whose draws and policy loss they take
 BLOCK_ROWS = 64
+# Rows per program where a network too wide for the kernels gives its logits: a tile of 64 logits
+# per row and the policy loss's half-dozen per-logit terms spill from registers at 64 rows
+DRAWN_ROWS = 16
 # Products take fp16 copies of their operands and accumulate in fp32: as precise as TF32 (both keep 10
 # bits of mantissa; measured on an H200, 6e-4 relative error of a minibatch's gradient against fp32
 # products, TF32 2.5e-3) and 1.25x faster, as the operands pass through shared memory in half the
@@ -455,13 +458,14 @@ def act(seq, obs, mask, env_actions, storage, t, step, heads, key: int, logits: 
     rows = obs.shape[0] * obs.shape[1]
     nh = heads.numel() - 1
     has_mask = mask is not None
+    block = BLOCK_ROWS
     if logits is not None:
         assert logits.is_contiguous() and logits.numel() == rows * dims["OUT"]
-        dims["HP"] = 16  # no hidden layer is held
-    _act_kernel[(triton.cdiv(rows, BLOCK_ROWS),)](
+        dims["HP"], block = 16, DRAWN_ROWS  # no hidden layer is held
+    _act_kernel[(triton.cdiv(rows, block),)](
         obs, obs if logits is None else logits, mask if has_mask else obs, env_actions, storage["obs"],
         storage["act"], storage["logp"], storage["action_mask"] if has_mask else obs, t, step, heads, *weights, rows,
-        **dims, key=key, NH=nh, HAS_MASK=has_mask, FORWARD=logits is None, BM=BLOCK_ROWS, PREC=PRECISION)
+        **dims, key=key, NH=nh, HAS_MASK=has_mask, FORWARD=logits is None, BM=block, PREC=PRECISION)
 
 
 def record(env, group: str, gi: int, storage, acc: torch.Tensor, t: torch.Tensor, first: bool):
@@ -520,13 +524,13 @@ def actor_loss(logits: torch.Tensor, perm, start: int, count: int, batch: dict, 
     out = logits.shape[-1]
     assert logits.is_contiguous() and logits.shape[0] == count
     has_mask = "action_mask" in batch
-    grid = triton.cdiv(count, BLOCK_ROWS)
+    grid = triton.cdiv(count, DRAWN_ROWS)
     dlogits = torch.empty_like(logits)
     partial = torch.empty(grid, 4, device=logits.device)
     _actor_loss_kernel[(grid,)](perm, start, count, logits, batch["act"], batch["logp"], batch["adv"], batch["mask"],
                                 batch["action_mask"] if has_mask else batch["mask"], heads, ent_coef, agents, dlogits,
                                 partial, out, clip, NH=heads.numel() - 1, HAS_MASK=has_mask, OP=_pad(out),
-                                BM=BLOCK_ROWS)
+                                BM=DRAWN_ROWS)
     return dlogits, partial.sum(0)
 
 

@@ -41,6 +41,7 @@ import gpu_zoo
 from gpu_zoo.core.graphs import capture
 from gpu_zoo.core.launch import default_device
 from trainers import checkpoint, fused
+from trainers.adam import Adam
 from trainers.config import Args
 from trainers.policy import GroupPolicy
 
@@ -147,12 +148,9 @@ def make_policies(env, groups, args: Args) -> nn.ModuleDict:
                           for g in groups}).to(env.device)
 
 
-def make_optimizer(policy: nn.Module, lr: float, device: torch.device) -> torch.optim.Adam:
-    """Adam for one policy; on a GPU fused, with its learning rate a device tensor, so a graph can replay it."""
-    if device.type == "cuda":
-        return torch.optim.Adam(policy.parameters(), lr=torch.tensor(lr, device=device), eps=1e-5, fused=True,
-                                capturable=True)
-    return torch.optim.Adam(policy.parameters(), lr=lr, eps=1e-5)
+def make_optimizer(policy: nn.Module, lr: float, device: torch.device) -> Adam:
+    """Adam for one policy (fused, its learning rate a device tensor, so a CUDA graph can replay its step)."""
+    return Adam(policy.parameters(), lr=lr, eps=1e-5)
 
 
 def action_masks(env) -> dict[str, torch.Tensor]:

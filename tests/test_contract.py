@@ -183,3 +183,43 @@ def test_render_is_an_rgb_frame(env):
 def test_cuda_without_a_gpu_is_refused_with_the_fix():
     with pytest.raises(RuntimeError, match=r"gpu_zoo\[cuda\].*device='cpu'"):
         gpu_zoo.make("tag_continuous_v0", num_envs=2, device="cuda", **TAG_SMALL)
+
+
+@pytest.mark.parametrize("env_id, kw, error, match", [
+    ("tag_continuous_v0", dict(use_full_observation="no"), TypeError, "use_full_observation must be a bool"),
+    ("tag_continuous_v0", dict(num_taggers=True), TypeError, "num_taggers must be an int"),
+    ("tag_continuous_v0", dict(num_taggers=2.0), TypeError, "num_taggers must be an int"),
+    ("tag_continuous_v0", dict(grid_length=float("nan")), TypeError, "grid_length must be a finite number"),
+    ("tag_continuous_v0", dict(skill_level_runner=-0.5), ValueError, "skill_level_runner must be >= 0"),
+    ("tag_continuous_v0", dict(min_acceleration=2.0), ValueError, "min_acceleration must be at most"),
+    ("gather_trade_build_v0", dict(disable_taxes="yes"), TypeError, "disable_taxes must be a bool"),
+    ("gather_trade_build_v0", dict(resource_regen_prob=2.0), ValueError, "resource_regen_prob must be in"),
+    ("gather_trade_build_v0", dict(energy_cost=float("nan")), TypeError, "energy_cost must be a finite number"),
+    ("gather_trade_build_v0", dict(starting_agent_coin=-1.0), ValueError, "starting_agent_coin must be >= 0"),
+    ("simple_tag_v3", dict(continuous_actions=1), TypeError, "continuous_actions must be a bool"),
+    ("simple_tag_v3", dict(autoreset="no"), TypeError, "autoreset must be a bool"),
+])
+def test_params_of_the_wrong_type_or_range_are_refused_before_any_compile(env_id, kw, error, match):
+    with pytest.raises(error, match=match):
+        gpu_zoo.make(env_id, num_envs=2, device="cpu", **kw)
+
+
+def test_numpy_scalars_are_params_as_the_python_values_they_hold():
+    env = gpu_zoo.make("tag_continuous_v0", num_envs=2, device="cpu", **{**TAG_SMALL, "num_taggers": np.int64(2),
+                                                                          "grid_length": np.float32(5.0)})
+    assert type(env.params.num_taggers) is int and env.params.grid_length == 5.0
+
+
+def test_set_params_takes_the_constructors_checks_and_a_refusal_changes_nothing(env):
+    before = env.state.params.clone()
+    for kw, error in ((dict(grid_length=0.0), ValueError), (dict(grid_length=float("nan")), TypeError),
+                      (dict(tagging_distance=-1.0), ValueError), (dict(grid_length="big"), TypeError)):
+        with pytest.raises(error, match=next(iter(kw))):
+            env.set_params(**kw)
+        assert torch.equal(env.state.params, before) and env.params.grid_length == TAG_SMALL.get("grid_length",
+                                                                                                 env.params.grid_length)
+    old = env.params.grid_length
+    env.set_params(grid_length=old * 2)
+    assert env.params.grid_length == old * 2
+    env.set_params(grid_length=old)
+    assert torch.equal(env.state.params, before)

@@ -80,6 +80,9 @@ class BatchedEnv:
                  split_observe: bool | None = None, **params):
         if isinstance(num_envs, bool) or not isinstance(num_envs, int) or num_envs < 1:
             raise ValueError(f"num_envs must be a positive int, got {num_envs!r}")
+        for name, flag in (("autoreset", autoreset), ("validate", validate), ("cuda_graph", cuda_graph)):
+            if not isinstance(flag, bool | np.bool_):
+                raise TypeError(f"{name} must be a bool, got {flag!r}")
         self.spec = spec
         self.params = spec.make_params(**params)
         self.layout = Layout(spec, self.params)

@@ -1,5 +1,9 @@
-"""Shared small configurations, so the whole suite compiles few kernels."""
+"""Shared small configurations, so the whole suite compiles few kernels, and the reference packages."""
 
+import importlib
+import os
+
+import pytest
 import torch
 
 import gpu_zoo
@@ -33,3 +37,14 @@ def tag_env(num_envs=2, **kw):
 def noop_actions(env):
     return {g: torch.zeros_like(env.actions[g]) for g in env.groups}
 
+
+
+def reference(module: str, reason: str = ""):
+    """A reference package's module, or a skip where it is not installed.
+
+    Under ``make test``, which installs every one (it sets ``GPU_ZOO_REQUIRE_REFERENCES=1``), a
+    missing or broken one fails instead: a broken install must not turn the comparisons into skips.
+    """
+    if os.environ.get("GPU_ZOO_REQUIRE_REFERENCES") == "1":
+        return importlib.import_module(module)
+    return pytest.importorskip(module, reason=reason or None)

@@ -223,3 +223,14 @@ def test_set_params_takes_the_constructors_checks_and_a_refusal_changes_nothing(
     assert env.params.grid_length == old * 2
     env.set_params(grid_length=old)
     assert torch.equal(env.state.params, before)
+
+
+def test_a_missing_reference_package_fails_under_make_test_and_skips_elsewhere(monkeypatch):
+    from tests.helpers import reference
+
+    monkeypatch.setenv("GPU_ZOO_REQUIRE_REFERENCES", "1")
+    with pytest.raises(ImportError):
+        reference("no_such_reference_package")
+    monkeypatch.delenv("GPU_ZOO_REQUIRE_REFERENCES")
+    with pytest.raises(pytest.skip.Exception):
+        reference("no_such_reference_package")

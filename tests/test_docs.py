@@ -25,8 +25,9 @@ import pytest
 import gpu_zoo
 from gpu_zoo import gallery, registry
 from gpu_zoo.core import EnvSpec, Field, Group, ObsBlock, PerAgent
+from tests.helpers import reference
 
-pytest.importorskip("mkdocs", reason="the docs extra is not installed: pip install -e '.[docs]'")
+reference("mkdocs", reason="the docs extra is not installed: pip install -e '.[docs]'")
 
 ROOT = Path(__file__).resolve().parents[1]
 # Pages whose ```python blocks the tests run: the home page and every guide.

@@ -20,9 +20,10 @@ from pathlib import Path
 import pytest
 
 import gpu_zoo
+from tests.helpers import reference
 from tests.test_docs import built_site
 
-selenium = pytest.importorskip("selenium", reason="the docs extra is not installed: pip install -e '.[docs]'")
+selenium = reference("selenium", reason="the docs extra is not installed: pip install -e '.[docs]'")
 from selenium import webdriver  # noqa: E402
 from selenium.webdriver.chrome.service import Service  # noqa: E402
 from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402

@@ -8,7 +8,7 @@ from pettingzoo.test import api_test, max_cycles_test, parallel_api_test, parall
 
 from gpu_zoo.economy import gather_trade_build_v0
 from gpu_zoo.tag import simple_tag_v3, tag_continuous_v0, tag_gridworld_v0
-from tests.helpers import PZ_CONFIGS, TAG_SMALL
+from tests.helpers import PZ_CONFIGS, TAG_SMALL, reference
 
 MODULES = {name: (mod, PZ_CONFIGS[name]) for name, mod in
            (("tag_continuous_v0", tag_continuous_v0), ("tag_gridworld_v0", tag_gridworld_v0),
@@ -32,7 +32,7 @@ def test_pettingzoo_conformance(name, check):
 
 @pytest.mark.parametrize("name", sorted(MODULES))
 def test_render(name):
-    pytest.importorskip("pygame")
+    reference("pygame")
     os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
     mod, kw = MODULES[name]
     render_test(lambda render_mode=None: mod.env(render_mode=render_mode, **kw))

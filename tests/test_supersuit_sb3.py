@@ -3,11 +3,12 @@
 import numpy as np
 import pytest
 
-supersuit = pytest.importorskip("supersuit")
-sb3 = pytest.importorskip("stable_baselines3")
+from tests.helpers import GRID_SMALL, PZ_CONFIGS, reference
+
+supersuit = reference("supersuit")
+sb3 = reference("stable_baselines3")
 
 from gpu_zoo.tag import simple_tag_v3, tag_continuous_v0, tag_gridworld_v0  # noqa: E402
-from tests.helpers import GRID_SMALL, PZ_CONFIGS  # noqa: E402
 
 CASES = {
     # spaces differ between adversaries and good agents: pad them, as the tutorials do

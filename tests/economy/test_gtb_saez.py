@@ -17,10 +17,10 @@ import gpu_zoo
 import gpu_zoo.economy.gather_trade_build as gtb
 from gpu_zoo.economy.gather_trade_build import BRACKETS, SAEZ_BINS, US_CUTOFFS_USD, EconomyParams
 from tests.economy.helpers import NOOP, act
-from tests.helpers import ECON_SAEZ, SAEZ_INCOME
+from tests.helpers import ECON_SAEZ, SAEZ_INCOME, reference
 
 with contextlib.redirect_stdout(io.StringIO()):  # it prints a GPU census on import
-    foundation = pytest.importorskip("ai_economist.foundation")
+    foundation = reference("ai_economist.foundation")
 
 from benchmarks.peers.ai_economist import CONFIG as AIE_CONFIG  # noqa: E402
 

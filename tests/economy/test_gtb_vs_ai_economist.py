@@ -22,9 +22,10 @@ from gpu_zoo.economy.gather_trade_build import (
 )
 from gpu_zoo.economy.layouts import TILE_STONE, TILE_WATER, TILE_WOOD
 from tests.economy.helpers import ECON_SMALL, NOOP, act, econ_env, staged
+from tests.helpers import reference
 
 with contextlib.redirect_stdout(io.StringIO()):  # it prints a GPU census on import
-    foundation = pytest.importorskip("ai_economist.foundation")
+    foundation = reference("ai_economist.foundation")
     from ai_economist.foundation.scenarios.utils import rewards as aie_rewards
     from ai_economist.foundation.scenarios.utils import social_metrics
 

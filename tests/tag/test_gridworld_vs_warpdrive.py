@@ -9,9 +9,10 @@ import pytest
 import torch
 
 import gpu_zoo
+from tests.helpers import reference
 
-grid_module = pytest.importorskip("example_envs.tag_gridworld.tag_gridworld",
-                                  reason="WarpDrive is not installed (pip install --no-deps rl-warp-drive==2.7.1 gym)")
+grid_module = reference("example_envs.tag_gridworld.tag_gridworld",
+                        reason="WarpDrive is not installed (pip install --no-deps rl-warp-drive==2.7.1 gym)")
 
 NUM_TAGGERS, GRID, STEPS = 3, 4, 30
 

@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 
 from gpu_zoo.tag import simple_tag_v3
+from tests.helpers import reference
 
-mpe2_simple_tag = pytest.importorskip("mpe2.simple_tag_v3")
+mpe2_simple_tag = reference("mpe2.simple_tag_v3")
 
 CONFIGS = [
     dict(num_good=1, num_adversaries=3, num_obstacles=2),

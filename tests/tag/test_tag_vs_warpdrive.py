@@ -11,9 +11,10 @@ import pytest
 import torch
 
 import gpu_zoo
+from tests.helpers import reference
 
-tag_module = pytest.importorskip("example_envs.tag_continuous.tag_continuous",
-                                 reason="WarpDrive is not installed (pip install --no-deps rl-warp-drive==2.7.1 gym)")
+tag_module = reference("example_envs.tag_continuous.tag_continuous",
+                       reason="WarpDrive is not installed (pip install --no-deps rl-warp-drive==2.7.1 gym)")
 
 BASE = dict(grid_length=4.0, episode_length=40, tagging_distance=0.08, max_acceleration=0.3, min_acceleration=-0.3,
             edge_hit_penalty=-0.5, step_penalty_for_tagger=-0.1, step_reward_for_runner=0.05,

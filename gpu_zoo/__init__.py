@@ -3,7 +3,7 @@
 Three faces of every environment:
   - ``gpu_zoo.make(env_id, num_envs, device)``: the batched tensor API (`BatchedEnv`);
   - ``gpu_zoo.tag.tag_continuous_v0.parallel_env()``: a PettingZoo ``ParallelEnv``;
-  - ``python -m trainers.ppo``: a PPO trainer that never leaves the device.
+  - ``gpu-zoo train ENV_ID``: the bundled PPO trainer, end to end on the device (``trainers/``).
 """
 
 from __future__ import annotations

@@ -102,3 +102,7 @@ def test_an_env_finished_without_autoreset_stays_as_it_ended(case, cuda_device):
         env.reset(seed=2)
         env.step(env.sample_actions(torch.Generator(env.device).manual_seed(0)))
         assert (env.state.t == 1).all() and not env.state.finished.any()
+
+
+def test_every_registered_env_has_a_parity_case():
+    assert {env_id for env_id, _ in CASES.values()} == set(gpu_zoo.registered_envs())

@@ -1,18 +1,26 @@
 """PettingZoo's own conformance tests on every registered environment."""
 
 import os
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 from pettingzoo.test import api_test, max_cycles_test, parallel_api_test, parallel_seed_test, render_test, seed_test
 
-from gpu_zoo.economy import gather_trade_build_v0
-from gpu_zoo.tag import simple_tag_v3, tag_continuous_v0, tag_gridworld_v0
+import gpu_zoo
+from gpu_zoo.core.pettingzoo import entry_points
+from gpu_zoo.tag import tag_continuous_v0
 from tests.helpers import PZ_CONFIGS, TAG_SMALL, reference
 
-MODULES = {name: (mod, PZ_CONFIGS[name]) for name, mod in
-           (("tag_continuous_v0", tag_continuous_v0), ("tag_gridworld_v0", tag_gridworld_v0),
-            ("simple_tag_v3", simple_tag_v3), ("gather_trade_build_v0", gather_trade_build_v0))}
+
+def versioned_module(env_id: str) -> SimpleNamespace:
+    """What an env's versioned module offers (``env``, ``parallel_env``, ...), built from its registered spec."""
+    env, parallel_env, raw_env, batched_env = entry_points(gpu_zoo.get_spec(env_id))
+    return SimpleNamespace(env=env, parallel_env=parallel_env, raw_env=raw_env, batched_env=batched_env)
+
+
+# every registered env, each in its small configuration (a registered env without one fails here)
+MODULES = {name: (versioned_module(name), PZ_CONFIGS[name]) for name in gpu_zoo.registered_envs()}
 
 
 CHECKS = {

@@ -59,7 +59,10 @@ def load(trainer, path: Path):
     """Continues ``trainer`` from ``path``; checked before anything changes: a refused checkpoint changes nothing."""
     state = torch.load(path, map_location=trainer.device, weights_only=False)
     if "env_state" in state:
-        trainer.env.buffers.check_layout_record(state.get("env_layout"), str(path))
+        try:
+            trainer.env.buffers.check_layout_record(state.get("env_layout"), str(path))
+        except ValueError as err:
+            raise ValueError(f"{err}; --init-from starts a new run from its policies alone") from None
     opts = per_group_optimizer_states(state["opt"], trainer.policies)
     trainer.policies.load_state_dict(state["policies"])
     for g, opt in trainer.opts.items():

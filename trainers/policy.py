@@ -17,15 +17,6 @@ def mlp(inp: int, hidden: int, out: int) -> nn.Sequential:
                          nn.Linear(hidden, out))
 
 
-def mask_size(space: gymnasium.spaces.Space) -> int:
-    """Entries of an action mask: n for Discrete(n), sum(nvec) for MultiDiscrete."""
-    if isinstance(space, gymnasium.spaces.Discrete):
-        return int(space.n)
-    if isinstance(space, gymnasium.spaces.MultiDiscrete):
-        return int(space.nvec.sum())
-    raise ValueError(f"action masks need a Discrete or MultiDiscrete space, got {space}")
-
-
 class GroupPolicy(nn.Module):
     """Actor-critic for one group; its parameters are shared by the group's agents.
 

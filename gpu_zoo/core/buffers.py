@@ -77,8 +77,7 @@ class Buffers:
                 parts.append(f"stores {changed} with other dtypes or shapes")
             why = "; ".join(parts) or "the same fields placed at other byte offsets"
         raise ValueError(f"{source}: the saved env state does not fit this env ({self.layout.spec.id}): {why}. "
-                         "It was saved by another version of gpu_zoo or of the env, or with other params; "
-                         "--init-from starts a new run from its policies alone")
+                         "It was saved by another version of gpu_zoo or of the env, or with other params")
 
     def kernel_args(self, to_array) -> tuple:
         """One array per field, in layout order, converted for the target by ``to_array``."""

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import torch
 
+_SETTINGS = ("lr", "betas", "eps", "weight_decay", "amsgrad", "maximize")
+
 
 class Adam:
     """Adam without weight decay over ``params``; ``lr`` is held as a one-element device tensor."""
@@ -65,7 +67,9 @@ class Adam:
     def state_dict(self) -> dict:
         """torch.optim.Adam's layout: per parameter index its step and moments, then the settings."""
         index = {p: i for i, p in enumerate(self._params)}
-        group = {k: v for k, v in self.param_groups[0].items() if k != "params"}
+        # the settings, not how this one steps (fused, capturable): another optimiser keeps its own way
+        group = {k: v for k, v in self.param_groups[0].items() if k in _SETTINGS}
+        group["lr"] = float(group["lr"])
         group["params"] = list(range(len(self._params)))
         return {"state": {index[p]: dict(s) for p, s in self.state.items()}, "param_groups": [group]}
 
@@ -85,5 +89,7 @@ class Adam:
                         "exp_avg": s["exp_avg"].to(p.device, p.dtype).clone(),
                         "exp_avg_sq": s["exp_avg_sq"].to(p.device, p.dtype).clone()}
         own = self.param_groups[0]
-        self.param_groups[0] = {**own, **{k: v for k, v in groups[0].items() if k != "params"}, "params": own["params"]}
+        settings = {k: v for k, v in groups[0].items() if k in _SETTINGS}
+        lr = settings.pop("lr", own["lr"])
+        self.param_groups[0] = {**own, **settings, "lr": torch.tensor(float(lr), device=self.device)}
         self.state = state

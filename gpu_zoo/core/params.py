@@ -9,6 +9,11 @@ import typing
 
 import numpy as np
 
+
+class ParamTypeError(TypeError, ValueError):
+    """A param of the wrong type: a TypeError, and a ValueError as the envs' own checks raise, for callers of either."""
+
+
 _NAMES = {bool: "a bool", int: "an int", float: "a finite number", str: "a string", type(None): "None"}
 
 
@@ -42,8 +47,8 @@ def checked(cls, values: dict) -> dict:
 
     A ``bool`` field takes bools (NumPy's too), an ``int`` field integers but not bools, a
     ``float`` field finite real numbers (stored as float), a ``str`` field strings; ``X | None``
-    also takes None. Returns the values as stored; a wrong one raises TypeError naming the field,
-    what it takes and what it got.
+    also takes None. Returns the values as stored; a wrong one raises `ParamTypeError` (a
+    TypeError and a ValueError) naming the field, what it takes and what it got.
     """
     hints = typing.get_type_hints(cls)
     out = {}
@@ -58,5 +63,5 @@ def checked(cls, values: dict) -> dict:
                 break
         else:
             wanted = " or ".join(_NAMES.get(k, getattr(k, "__name__", str(k))) for k in kinds)
-            raise TypeError(f"{cls.__name__}.{f.name} must be {wanted}, got {value!r}")
+            raise ParamTypeError(f"{cls.__name__}.{f.name} must be {wanted}, got {value!r}")
     return {**values, **out}

@@ -211,14 +211,12 @@ def test_numpy_scalars_are_params_as_the_python_values_they_hold():
 
 
 def test_set_params_takes_the_constructors_checks_and_a_refusal_changes_nothing(env):
-    before = env.state.params.clone()
+    before, old = env.state.params.clone(), env.params.grid_length
     for kw, error in ((dict(grid_length=0.0), ValueError), (dict(grid_length=float("nan")), TypeError),
                       (dict(tagging_distance=-1.0), ValueError), (dict(grid_length="big"), TypeError)):
         with pytest.raises(error, match=next(iter(kw))):
             env.set_params(**kw)
-        assert torch.equal(env.state.params, before) and env.params.grid_length == TAG_SMALL.get("grid_length",
-                                                                                                 env.params.grid_length)
-    old = env.params.grid_length
+        assert torch.equal(env.state.params, before) and env.params.grid_length == old
     env.set_params(grid_length=old * 2)
     assert env.params.grid_length == old * 2
     env.set_params(grid_length=old)

@@ -40,14 +40,9 @@ class Adam:
                              "exp_avg_sq": torch.zeros_like(p, memory_format=torch.preserve_format)}
         return self.state[p]
 
-    def zero_grad(self, set_to_none: bool = True):
+    def zero_grad(self):
         for p in self._params:
-            if p.grad is None:
-                continue
-            if set_to_none:
-                p.grad = None
-            else:
-                p.grad.zero_()
+            p.grad = None
 
     @torch.no_grad()
     def step(self):
@@ -59,9 +54,8 @@ class Adam:
         steps = [s["step"] for s in states]
         torch._foreach_add_(steps, 1.0)
         beta1, beta2 = group["betas"]
-        lr = group["lr"] if torch.is_tensor(group["lr"]) else torch.tensor(float(group["lr"]), device=self.device)
         torch._fused_adam_(params, [p.grad for p in params], [s["exp_avg"] for s in states],
-                           [s["exp_avg_sq"] for s in states], [], steps, lr=lr, beta1=beta1, beta2=beta2,
+                           [s["exp_avg_sq"] for s in states], [], steps, lr=group["lr"], beta1=beta1, beta2=beta2,
                            weight_decay=0.0, eps=group["eps"], amsgrad=False, maximize=False)
 
     def state_dict(self) -> dict:

@@ -65,18 +65,8 @@ def load(trainer, path: Path):
             raise ValueError(f"{err}; --init-from starts a new run from its policies alone") from None
     opts = per_group_optimizer_states(state["opt"], trainer.policies)
     trainer.policies.load_state_dict(state["policies"])
-    for g, opt in trainer.opts.items():
-        settings = [{k: v for k, v in pg.items() if k != "params"} for pg in opt.param_groups]
+    for g, opt in trainer.opts.items():  # settings and moments from the checkpoint, the way of stepping its own
         opt.load_state_dict(opts[g])
-        for pg, own in zip(opt.param_groups, settings, strict=True):
-            # how this run's optimiser steps (fused, graph-capturable, a tensor learning rate) is its own;
-            # only the learning rate's value comes from the checkpoint
-            lr = float(pg["lr"])
-            pg.update(own)
-            if torch.is_tensor(pg["lr"]):
-                pg["lr"] = torch.tensor(lr, device=trainer.device)
-            else:
-                pg["lr"] = lr
     trainer.iteration, trainer.seconds = state["iteration"], state["seconds"]
     torch.set_rng_state(state["torch_rng"].cpu())
     if state["cuda_rng"] is not None and trainer.device.type == "cuda":

@@ -158,6 +158,11 @@ class Args:
         return self.num_envs * self.num_steps
 
     @property
+    def value_clip(self) -> float:
+        """``vf_clip`` as the losses take it: ``clip_coef`` when unset, 0 for no limit."""
+        return self.clip_coef if self.vf_clip is None else self.vf_clip
+
+    @property
     def iterations(self) -> int:
         """Rollout-and-update rounds: the budget rounded down to whole iterations (at least one)."""
         return max(1, self.total_env_steps // self.env_steps_per_iteration)

@@ -148,7 +148,7 @@ def make_policies(env, groups, args: Args) -> nn.ModuleDict:
                           for g in groups}).to(env.device)
 
 
-def make_optimizer(policy: nn.Module, lr: float, device: torch.device) -> Adam:
+def make_optimizer(policy: nn.Module, lr: float) -> Adam:
     """Adam for one policy (fused, its learning rate a device tensor, so a CUDA graph can replay its step)."""
     return Adam(policy.parameters(), lr=lr, eps=1e-5)
 
@@ -201,7 +201,7 @@ class Trainer:
         if args.init_from:
             checkpoint.warm_start(self, args.init_from)
         self.base_lrs = {g: args.for_group(g).learning_rate for g in self.policies}
-        self.opts = {g: make_optimizer(pol, self.base_lrs[g], self.device) for g, pol in self.policies.items()}
+        self.opts = {g: make_optimizer(pol, self.base_lrs[g]) for g, pol in self.policies.items()}
         self.ent_coefs = {g: torch.tensor(args.for_group(g).ent_coef, device=self.device) for g in self.policies}
         self.iteration = 0
         self.seconds = 0.0  # training wall time, carried over by resumes
@@ -381,11 +381,7 @@ class Trainer:
             a = self.args.for_group(g)
             if self.args.anneal_lr:
                 lr = self.base_lrs[g] * (1.0 - self.iteration / self.args.iterations)
-                for pg in self.opts[g].param_groups:  # a GPU's learning rate is a tensor its captured step reads
-                    if torch.is_tensor(pg["lr"]):
-                        pg["lr"].fill_(lr)
-                    else:
-                        pg["lr"] = lr
+                self.opts[g].param_groups[0]["lr"].fill_(lr)  # a device tensor: a captured step reads it
             self.ent_coefs[g].fill_(a.ent_coef_at(self.iteration * a.env_steps_per_iteration))
             self.updates_since_log[gi] += a.update_epochs * len(self._minibatches(a, self.buf[g]["rew"].numel()))
         self._run("update", self._update)
@@ -438,13 +434,12 @@ class Trainer:
     def _fused_minibatch(self, gi: int, g: str, a: Args, flat: dict, perm, start: int, count: int):
         """The same gradient by the kernels: each program's share of it, summed into the parameters' grads."""
         k, pol = self._kernel_state[g], self.policies[g]
-        vf_clip = a.clip_coef if a.vf_clip is None else a.vf_clip
         critic_batch = {**flat, "obs": flat["critic_obs"]} if "critic_obs" in flat else flat
         for net, critic, column, stats, batch in ((pol.actor, False, 0, k["stats_column"], flat),
                                                   (pol.critic, True, k["critic_column"], k["stats_column"] + 1,
                                                    critic_batch)):
             fused.ppo_grads(net, critic, perm, start, count, batch, self.ent_coefs[g], self._heads[g], k["partial"],
-                            column, stats, a.clip_coef, a.vf_coef, vf_clip)
+                            column, stats, a.clip_coef, a.vf_coef, a.value_clip)
         fused.mean_gradient(k["partial"], k["flat"])
         self.sync_gradients()
         self.loss_acc[gi] += k["flat"][k["stats_column"]:k["stats_column"] + len(LOSS_STATS)]
@@ -461,7 +456,7 @@ class Trainer:
         dlogits, sums = fused.actor_loss(logits.detach(), perm, start, count, flat, self.ent_coefs[g], self._heads[g],
                                          a.clip_coef, agents.view(1))
         v_loss = value_loss(pol.value(critic_obs[idx]), flat["value"][idx], flat["ret"][idx], flat["mask"][idx],
-                            agents, a.clip_coef if a.vf_clip is None else a.vf_clip)
+                            agents, a.value_clip)
         self.opts[g].zero_grad()
         torch.autograd.backward([logits, a.vf_coef * v_loss], [dlogits, None])
         self.sync_gradients()

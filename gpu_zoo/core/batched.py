@@ -89,8 +89,8 @@ class BatchedEnv:
         self.device = torch.device(device) if device is not None else default_device()
         if self.device.type == "cuda":
             check_cuda_device(self.device)
-        if self.device.type == "cuda" and self.device.index is None:
-            self.device = torch.device("cuda", torch.cuda.current_device())
+            if self.device.index is None:
+                self.device = torch.device("cuda", torch.cuda.current_device())
         if target is None:
             target = "cuda" if self.device.type == "cuda" else "cpu"
         if target == "cuda" and self.device.type == "cpu" and not simulator_enabled():

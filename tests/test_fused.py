@@ -18,7 +18,7 @@ from tests.conftest import REAL_CUDA
 from trainers import fused
 from trainers.config import Args
 from trainers.policy import GroupPolicy
-from trainers.ppo import LOSS_STATS, Trainer, compute_gae, ppo_loss
+from trainers.ppo import LOSS_STATS, Trainer, compute_gae, forward_bf16, ppo_loss
 
 DEVICE = torch.device("cuda" if REAL_CUDA else "cpu")
 TOL = dict(rtol=1e-4, atol=1e-5)
@@ -204,7 +204,8 @@ def tiny(env_id: str, **kw) -> Args:
     presets = {"simple_tag_v3": dict(max_cycles=5), "tag_gridworld_v0": dict(num_taggers=2, num_runners=2,
                                                                             grid_length=4, max_cycles=5)}
     return Args(env_id=env_id, env_kwargs=presets[env_id], num_envs=4, num_steps=8, total_env_steps=64,
-                device=str(DEVICE), eval_episodes=0, gif=False, cuda_graph=False, hidden=16, **kw)
+                device=str(DEVICE), eval_episodes=0, gif=False, cuda_graph=False, hidden=16,
+                **{"bf16_layers": False, **kw})  # float32 layers: the torch path's results to tolerance
 
 
 @pytest.fixture(params=["fused", "drawn"])
@@ -274,6 +275,36 @@ def test_a_fused_update_is_the_torch_update(kernels_on_this_device, critic):
         for (name, a), b in zip(first.policies[g].named_parameters(), second.policies[g].parameters(), strict=True):
             torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5, msg=lambda m, name=f"{g}.{name}": f"{name}: {m}")
     torch.testing.assert_close(first.loss_acc, second.loss_acc, **TOL)
+
+
+def test_bf16_layers_keep_the_networks_and_the_update(monkeypatch):
+    """A wide network's bfloat16 hidden layers: outputs and gradients near float32's, the update's losses too."""
+    net = policy(11, gymnasium.spaces.Discrete(5)).actor
+    x = torch.randn(300, 11, generator=torch.Generator().manual_seed(2)).to(DEVICE)
+    want, got = net(x), forward_bf16(net, x)
+    assert got.dtype == torch.float32 and (got - want).norm() <= 1e-2 * want.norm()
+    grads = []
+    for y in (want, got):
+        net.zero_grad()
+        (y * torch.linspace(-1, 1, 5, device=DEVICE)).sum().backward()
+        grads.append(torch.cat([p.grad.flatten() for p in net.parameters()]))
+    assert all(p.grad.dtype == torch.float32 for p in net.parameters())
+    assert (grads[1] - grads[0]).norm() <= 2e-2 * grads[0].norm()
+    monkeypatch.setattr(fused, "available", lambda device: True)
+    monkeypatch.setattr(fused, "supported", lambda *widths: False)
+    half = Trainer(tiny("simple_tag_v3", bf16_layers=True))
+    full = Trainer(dataclasses.replace(half.args, bf16_layers=False))
+    assert half.half == half.drawn == tuple(half.policies) and full.half == ()
+    full.policies.load_state_dict(half.policies.state_dict())
+    half.rollout()
+    for g, b in half.buf.items():
+        for k, v in b.items():
+            full.buf[g][k].copy_(v)
+        torch.testing.assert_close(b["value"], full.policies[g].value(b["obs"]).detach(), rtol=2e-2, atol=2e-2)
+    for trainer in (half, full):
+        torch.manual_seed(5)
+        trainer.update()
+    torch.testing.assert_close(half.loss_acc, full.loss_acc, rtol=3e-2, atol=3e-3)
 
 
 @pytest.mark.cuda

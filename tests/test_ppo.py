@@ -407,6 +407,20 @@ def test_a_checkpoint_of_one_optimiser_for_all_groups_resumes_into_one_per_group
     assert checkpoint.per_group_optimizer_states(per_group, first.policies) is per_group  # today's layout as it is
 
 
+@pytest.mark.parametrize("critic", ["local", "state"])
+def test_next_values_are_the_critic_of_each_next_observation(critic):
+    """Step t's next value is the critic of its stored next input: step t+1's, or the final one where an episode ended."""
+    args = Args(env_id="simple_tag_v3", env_kwargs=dict(max_cycles=5), num_envs=4, num_steps=8, total_env_steps=64,
+                device="cpu", eval_episodes=0, critic=critic)
+    trainer = Trainer(args)
+    trainer.rollout()
+    src, nxt = ("critic_obs", "next_critic_obs") if critic == "state" else ("obs", "next_obs")
+    for g, pol in trainer.policies.items():
+        b = trainer.buf[g]
+        assert (b[nxt][:-1] != b[src][1:]).any(), "episodes ended inside the rollout"
+        torch.testing.assert_close(b["next_value"], pol.value(b[nxt]).detach())
+
+
 def test_a_centralised_critic_sees_the_global_state_and_the_agents_index(tmp_path):
     """MAPPO: each agent's critic input is the env's state (every agent's observation) and its one-hot index."""
     args = Args(env_id="simple_tag_v3", env_kwargs=dict(max_cycles=5), num_envs=4, num_steps=8, total_env_steps=64,

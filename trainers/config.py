@@ -92,6 +92,10 @@ class Args:
     and GAE; for Discrete and MultiDiscrete groups the draws and the policy loss, and the whole networks where
     they fit (observations and widths up to 128, 64 logits). Same losses; fp16 or TF32 products and another
     random stream than the torch path"""
+    bf16_layers: bool = True
+    """on a GPU, the torch layers of Discrete and MultiDiscrete networks too wide for the kernels compute their
+    hidden layers in bfloat16 (products and activations; parameters, gradients, logits and values stay float32):
+    half the memory traffic of an update bound by it. False: TF32 products on float32 activations"""
     torch_threads: int = 1
     """torch's CPU threads (0: torch's default). The env kernel already spreads over the cores, and on a
     busy 2-core machine one thread for the small networks ran 5x faster than two"""

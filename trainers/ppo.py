@@ -59,6 +59,23 @@ def matmul_precision(device: torch.device):
     finally:
         torch.set_float32_matmul_precision(before)
 
+def forward_bf16(net: nn.Sequential, x: torch.Tensor) -> torch.Tensor:
+    """``net(x)`` for a `trainers.policy.mlp`, its hidden layers' products and activations in bfloat16.
+
+    The output layer multiplies the bfloat16 activations by a bfloat16 copy of its weights and
+    accumulates in float32, so logits and values keep float32's precision; parameters and their
+    gradients stay float32. Half the bytes of float32 activations, where an update over millions
+    of rows of 256-wide layers is bound by them.
+    """
+    with torch.autocast(x.device.type, dtype=torch.bfloat16, cache_enabled=False):
+        h = net[:-1](x)
+    last = net[-1]
+    if not h.is_cuda:  # float32 products from bfloat16 operands are a CUDA kernel
+        return last(h.float())
+    y = torch.mm(h.reshape(-1, h.shape[-1]), last.weight.to(torch.bfloat16).t(), out_dtype=torch.float32)
+    return (y + last.bias).view(*h.shape[:-1], -1)
+
+
 LOSS_STATS = ("pg", "vf", "entropy", "approx_kl", "clipfrac")
 VALUE_CHUNK = 1 << 20  # rows per critic pass over the stored rollout on the torch path
 
@@ -216,6 +233,8 @@ class Trainer:
                        if kernels and pol.splits is not None and fused.drawable(pol.logits_size)}
         self.fused = tuple(g for g in self._heads if self._fits_kernels(g))
         self.drawn = tuple(g for g in self._heads if g not in self.fused)
+        self.half = self.drawn if args.bf16_layers else ()
+        self._critic_inputs = ("critic_obs", "next_critic_obs") if args.critic == "state" else ("obs", "next_obs")
         self.buf = {g: self._storage(g) for g in self.policies}
         T, E = args.num_steps, args.num_envs  # the env's global state at each step and after it (MAPPO)
         self._states = {k: torch.zeros(T, E, self.env.state_size, device=self.device)
@@ -284,7 +303,9 @@ class Trainer:
     # ----------------------------------------------------------------- rollout
     def rollout(self):
         """Steps every env ``num_steps`` times with the current policies, filling the storage, then values it."""
-        self._run("rollout", self._rollout)
+        with matmul_precision(self.device):
+            self._run("rollout", self._rollout)
+            self._value_final_observations()
 
     def _run(self, name: str, fn):
         """``fn`` eagerly the first time, then, on a GPU with ``cuda_graph``, a replay of its capture.
@@ -305,22 +326,51 @@ class Trainer:
         self._t.zero_()
         for _ in range(self.args.num_steps):
             self._rollout_step()
-        critic_inputs = ("obs", "next_obs")
+        critic_inputs = self._critic_inputs
         if self.args.critic == "state":
-            critic_inputs = ("critic_obs", "next_critic_obs")
             S = self.env.state_size
             for b in self.buf.values():
                 for key, dst in (("state", "critic_obs"), ("next_state", "next_critic_obs")):
                     b[dst][..., :S].copy_(self._states[key].unsqueeze(2))
-        for g, pol in self.policies.items():
+        # Step t's next observation is step t+1's observation except where an episode ended at t:
+        # the critic runs over every stored observation and the last step's next ones, and
+        # `_value_final_observations` then values the rows that differ.
+        for g in self.policies:
+            b, src, nxt = self.buf[g], *critic_inputs
+            self._values(g, b[src], b["value"])
+            self._values(g, b[nxt][-1], b["next_value"][-1])
+            b["next_value"][:-1].copy_(b["value"][1:])
+
+    def _values(self, g: str, obs: torch.Tensor, out: torch.Tensor):
+        """``out = critic(obs)`` for group ``g``: a kernel for fused groups, chunks of torch layers otherwise."""
+        pol = self.policies[g]
+        if g in self.fused:
+            fused.forward(pol.critic, obs, out=out)
+            return
+        rows, out = obs.reshape(-1, obs.shape[-1]), out.view(-1)
+        for i in range(0, rows.shape[0], VALUE_CHUNK):
+            out[i:i + VALUE_CHUNK] = self._layers(g, pol.critic, rows[i:i + VALUE_CHUNK]).squeeze(-1)
+
+    @torch.no_grad()
+    def _value_final_observations(self):
+        """The next values of rows whose next observation is not the following step's: episodes' final observations.
+
+        Their number depends on the rollout, so this runs eagerly after the rollout's replay (one host sync).
+        """
+        src, nxt = self._critic_inputs
+        for g in self.policies:
             b = self.buf[g]
-            for src, dst in zip(critic_inputs, ("value", "next_value"), strict=True):
-                if g in self.fused:
-                    fused.forward(pol.critic, b[src], out=b[dst])
-                    continue
-                rows, out = b[src].reshape(-1, b[src].shape[-1]), b[dst].view(-1)
-                for i in range(0, rows.shape[0], VALUE_CHUNK):
-                    out[i:i + VALUE_CHUNK] = pol.value(rows[i:i + VALUE_CHUNK])
+            following, stored = b[src][1:], b[nxt][:-1]
+            rows = (stored != following).any(-1).view(-1).nonzero().squeeze(1)
+            if rows.numel():
+                flat = stored.reshape(-1, stored.shape[-1])
+                values = torch.empty(rows.numel(), device=self.device)
+                self._values(g, flat[rows].contiguous(), values)
+                b["next_value"][:-1].view(-1)[rows] = values
+
+    def _layers(self, g: str, net: nn.Sequential, x: torch.Tensor) -> torch.Tensor:
+        """``net(x)``, an actor's or critic's torch layers; in bfloat16 for the groups in ``self.half``."""
+        return forward_bf16(net, x) if g in self.half else net(x)
 
     def _rollout_step(self):
         """One step of every env, written to the storage at the step index ``self._t`` (a device tensor).
@@ -335,7 +385,7 @@ class Trainer:
         for gi, (g, pol) in enumerate(self.policies.items()):
             b = self.buf[g]
             if g in self._heads:  # the actor's layers in the kernel, or torch's and the draw in the kernel
-                logits = pol.actor(env.obs[g]) if g in self.drawn else None
+                logits = self._layers(g, pol.actor, env.obs[g]) if g in self.drawn else None
                 fused.act(pol.actor, env.obs[g], masks.get(g), env.actions[g], b, t, self.counters[1:], self._heads[g],
                           fused.draw_key(self.args.seed, self.rank, gi), logits=logits)
                 continue
@@ -451,11 +501,11 @@ class Trainer:
         """
         idx, pol = perm[start:start + count], self.policies[g]
         critic_obs = flat["critic_obs"] if "critic_obs" in flat else flat["obs"]
-        logits = pol.actor(flat["obs"][idx])
+        logits = self._layers(g, pol.actor, flat["obs"][idx])
         agents = flat["mask"][idx].sum().clamp_min(1.0)
         dlogits, sums = fused.actor_loss(logits.detach(), perm, start, count, flat, self.ent_coefs[g], self._heads[g],
                                          a.clip_coef, agents.view(1))
-        v_loss = value_loss(pol.value(critic_obs[idx]), flat["value"][idx], flat["ret"][idx], flat["mask"][idx],
+        v_loss = value_loss(self._layers(g, pol.critic, critic_obs[idx]).squeeze(-1), flat["value"][idx], flat["ret"][idx], flat["mask"][idx],
                             agents, a.value_clip)
         self.opts[g].zero_grad()
         torch.autograd.backward([logits, a.vf_coef * v_loss], [dlogits, None])

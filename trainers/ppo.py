@@ -63,17 +63,36 @@ def forward_bf16(net: nn.Sequential, x: torch.Tensor) -> torch.Tensor:
     """``net(x)`` for a `trainers.policy.mlp`, its hidden layers' products and activations in bfloat16.
 
     The output layer multiplies the bfloat16 activations by a bfloat16 copy of its weights and
-    accumulates in float32, so logits and values keep float32's precision; parameters and their
-    gradients stay float32. Half the bytes of float32 activations, where an update over millions
-    of rows of 256-wide layers is bound by them.
+    accumulates in float32 (`_Float32Output`), so logits and values keep float32's precision;
+    parameters and their gradients stay float32. Half the bytes of float32 activations, where an
+    update over millions of rows of 256-wide layers is bound by them.
     """
     with torch.autocast(x.device.type, dtype=torch.bfloat16, cache_enabled=False):
         h = net[:-1](x)
     last = net[-1]
-    if not h.is_cuda:  # float32 products from bfloat16 operands are a CUDA kernel
+    if not h.is_cuda:  # float32 products of bfloat16 operands are a CUDA kernel
         return last(h.float())
-    y = torch.mm(h.reshape(-1, h.shape[-1]), last.weight.to(torch.bfloat16).t(), out_dtype=torch.float32)
-    return (y + last.bias).view(*h.shape[:-1], -1)
+    y = _Float32Output.apply(h.reshape(-1, h.shape[-1]), last.weight, last.bias)
+    return y.view(*h.shape[:-1], -1)
+
+
+class _Float32Output(torch.autograd.Function):
+    """``h @ weight.T + bias`` in float32 from bfloat16 ``h`` and ``weight``'s bfloat16 copy, both ways.
+
+    torch's float32-output product of bfloat16 operands (``torch.mm(..., out_dtype=)``) has no derivative.
+    """
+
+    @staticmethod
+    def forward(ctx, h, weight, bias):
+        w = weight.to(torch.bfloat16)
+        ctx.save_for_backward(h, w)
+        return torch.mm(h, w.t(), out_dtype=torch.float32) + bias
+
+    @staticmethod
+    def backward(ctx, grad):
+        h, w = ctx.saved_tensors
+        g = grad.to(torch.bfloat16)
+        return g @ w, torch.mm(g.t(), h, out_dtype=torch.float32), grad.sum(0)
 
 
 LOSS_STATS = ("pg", "vf", "entropy", "approx_kl", "clipfrac")
@@ -333,11 +352,14 @@ class Trainer:
                 for key, dst in (("state", "critic_obs"), ("next_state", "next_critic_obs")):
                     b[dst][..., :S].copy_(self._states[key].unsqueeze(2))
         # Step t's next observation is step t+1's observation except where an episode ended at t:
-        # the critic runs over every stored observation and the last step's next ones, and
-        # `_value_final_observations` then values the rows that differ.
+        # the torch layers of a critic run over every stored observation and the last step's next
+        # ones, and `_value_final_observations` then values the rows that differ.
         for g in self.policies:
             b, src, nxt = self.buf[g], *critic_inputs
             self._values(g, b[src], b["value"])
+            if g in self.fused:  # a kernel's pass over the next observations costs less than finding the final ones
+                self._values(g, b[nxt], b["next_value"])
+                continue
             self._values(g, b[nxt][-1], b["next_value"][-1])
             b["next_value"][:-1].copy_(b["value"][1:])
 
@@ -359,6 +381,8 @@ class Trainer:
         """
         src, nxt = self._critic_inputs
         for g in self.policies:
+            if g in self.fused:
+                continue
             b = self.buf[g]
             following, stored = b[src][1:], b[nxt][:-1]
             rows = (stored != following).any(-1).view(-1).nonzero().squeeze(1)

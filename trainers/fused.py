@@ -480,7 +480,7 @@ def forward(seq: torch.nn.Sequential, x: torch.Tensor, out: torch.Tensor | None 
         return y
     assert forwardable(dims["D"], dims["H"], dims["OUT"])
     bm, warps = WIDE_TILE
-    dims["DP"], dims["OP"] = max(dims["DP"], WIDE_SLICE), max(dims["OP"], 32)
+    dims["DP"] = max(dims["DP"], WIDE_SLICE)
     _wide_forward_kernel[(triton.cdiv(rows, bm),)](x, y, *weights, rows, **dims, KC=WIDE_SLICE, BM=bm, PREC=prec,
                                                    num_warps=warps)
     return y

@@ -37,12 +37,6 @@ except ImportError:  # the CPU build of torch comes without Triton; the torch pa
 MAX_IN, MAX_HIDDEN, MAX_OUT = 128, 128, 64  # padded widths the kernels hold in registers
 MAX_DRAWN = 256  # padded logits of a network too wide for them, whose draws and policy loss they take
 BLOCK_ROWS = 64
-# A network too wide for the registers runs forward in slices of WIDE_SLICE columns of its weights,
-# on tiles of WIDE_TILE = (rows, warps) rows; GPU_ZOO_WIDE_TILE="ROWS,WARPS,SLICE" sets them for a run
-MAX_WIDE, WIDE_TILE, WIDE_SLICE = 512, (64, 8), 32
-if os.environ.get("GPU_ZOO_WIDE_TILE"):
-    *WIDE_TILE, WIDE_SLICE = (int(v) for v in os.environ["GPU_ZOO_WIDE_TILE"].split(","))
-    WIDE_TILE = tuple(WIDE_TILE)
 # Rows per program where a network too wide for the kernels gives its logits: a tile of 64 logits
 # per row and the policy loss's half-dozen per-logit terms spill from registers at 64 rows
 DRAWN_ROWS = 16
@@ -70,11 +64,6 @@ def _pad(n: int) -> int:
 def supported(obs_size: int, hidden: int, logits: int) -> bool:
     """Whether a network of these widths fits the kernels' registers."""
     return _pad(obs_size) <= MAX_IN and _pad(hidden) <= MAX_HIDDEN and _pad(logits) <= MAX_OUT
-
-
-def forwardable(obs_size: int, hidden: int, logits: int) -> bool:
-    """Whether `forward` runs a network of these widths: whole in registers, or in slices where it is wider."""
-    return _pad(obs_size) <= MAX_IN and _pad(hidden) <= MAX_WIDE and _pad(logits) <= MAX_DRAWN
 
 
 def drawable(logits: int) -> bool:
@@ -195,35 +184,6 @@ if triton is not None:
         x = tl.load(x_ptr + rows[:, None] * D + d[None, :], mask=rm[:, None] & (d[None, :] < D), other=0.0)
         w1t, bb1, w2t, bb2, w3t, bb3 = _load_weights(w1, b1, w2, b2, w3, b3, D, H, OUT, DP, HP, OP)
         _, _, y = _forward(x, w1t, bb1, w2t, bb2, w3t, bb3, PREC)
-        tl.store(y_ptr + rows[:, None] * OUT + o[None, :], y, mask=rm[:, None] & (o[None, :] < OUT))
-
-    @triton.jit
-    def _wide_forward_kernel(x_ptr, y_ptr, w1, b1, w2, b2, w3, b3, M, D, H, OUT, DP: tl.constexpr,
-                             HP: tl.constexpr, OP: tl.constexpr, KC: tl.constexpr, BM: tl.constexpr,
-                             PREC: tl.constexpr):
-        """`_forward_kernel` for networks too wide to hold whole: the layers' weights pass in slices of KC.
-
-        The first layer sums its product over slices of the inputs; the second makes its outputs KC
-        at a time, each slice's share of the last layer added as soon as it is made, so no more than
-        the first hidden layer and a slice of the second are ever held.
-        """
-        rows = tl.program_id(0) * BM + tl.arange(0, BM)
-        h, o, k = tl.arange(0, HP), tl.arange(0, OP), tl.arange(0, KC)
-        rm = rows < M
-        z1 = tl.zeros([BM, HP], tl.float32) + tl.load(b1 + h, mask=h < H, other=0.0)[None, :]
-        for d0 in tl.static_range(0, DP, KC):
-            d = d0 + k
-            x = tl.load(x_ptr + rows[:, None] * D + d[None, :], mask=rm[:, None] & (d[None, :] < D), other=0.0)
-            w1t = tl.load(w1 + h[None, :] * D + d[:, None], mask=(d[:, None] < D) & (h[None, :] < H), other=0.0)
-            z1 += _dot(_fit(x, PREC), w1t, PREC)
-        h1 = _tanh(z1)
-        y = tl.zeros([BM, OP], tl.float32) + tl.load(b3 + o, mask=o < OUT, other=0.0)[None, :]
-        for j0 in tl.static_range(0, HP, KC):
-            j = j0 + k
-            w2t = tl.load(w2 + j[None, :] * H + h[:, None], mask=(h[:, None] < H) & (j[None, :] < H), other=0.0)
-            h2 = _tanh(_dot(h1, w2t, PREC) + tl.load(b2 + j, mask=j < H, other=0.0)[None, :])
-            w3t = tl.load(w3 + o[None, :] * H + j[:, None], mask=(j[:, None] < H) & (o[None, :] < OUT), other=0.0)
-            y += _dot(h2, w3t, PREC)
         tl.store(y_ptr + rows[:, None] * OUT + o[None, :], y, mask=rm[:, None] & (o[None, :] < OUT))
 
     @triton.jit
@@ -462,27 +422,14 @@ if triton is not None:
 
 
 # ------------------------------------------------------------------------- launchers
-def forward(seq: torch.nn.Sequential, x: torch.Tensor, out: torch.Tensor | None = None,
-            precision: str | None = None) -> torch.Tensor:
-    """``seq(x)`` for a contiguous ``(..., in)`` ``x``, no gradient (into ``out``, contiguous, if given).
-
-    Networks that fit the kernels (`supported`) run whole in registers, wider ones that `forwardable`
-    allows in slices; products at ``precision`` (default `PRECISION`).
-    """
+def forward(seq: torch.nn.Sequential, x: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
+    """``seq(x)`` for a contiguous ``(..., in)`` ``x``, no gradient (into ``out``, contiguous, if given)."""
     weights = mlp_weights(seq)
     dims = _dims(weights, x.shape[-1])
     rows = x.numel() // dims["D"]
     y = torch.empty(*x.shape[:-1], dims["OUT"], device=x.device, dtype=torch.float32) if out is None else out
     assert x.is_contiguous() and y.is_contiguous() and y.numel() == rows * dims["OUT"]
-    prec = precision or PRECISION
-    if supported(dims["D"], dims["H"], dims["OUT"]):
-        _forward_kernel[(triton.cdiv(rows, BLOCK_ROWS),)](x, y, *weights, rows, **dims, BM=BLOCK_ROWS, PREC=prec)
-        return y
-    assert forwardable(dims["D"], dims["H"], dims["OUT"])
-    bm, warps = WIDE_TILE
-    dims["DP"] = max(dims["DP"], WIDE_SLICE)
-    _wide_forward_kernel[(triton.cdiv(rows, bm),)](x, y, *weights, rows, **dims, KC=WIDE_SLICE, BM=bm, PREC=prec,
-                                                   num_warps=warps)
+    _forward_kernel[(triton.cdiv(rows, BLOCK_ROWS),)](x, y, *weights, rows, **dims, BM=BLOCK_ROWS, PREC=PRECISION)
     return y
 
 

@@ -253,8 +253,6 @@ class Trainer:
         self.fused = tuple(g for g in self._heads if self._fits_kernels(g))
         self.drawn = tuple(g for g in self._heads if g not in self.fused)
         self.half = self.drawn if args.bf16_layers else ()
-        # drawn groups whose networks the forward kernel runs in slices: the rollout's logits and values
-        self.forwarded = tuple(g for g in self.drawn if self._forwardable(g))
         self._critic_inputs = ("critic_obs", "next_critic_obs") if args.critic == "state" else ("obs", "next_obs")
         self.buf = {g: self._storage(g) for g in self.policies}
         T, E = args.num_steps, args.num_envs  # the env's global state at each step and after it (MAPPO)
@@ -281,11 +279,6 @@ class Trainer:
             gen = torch.Generator().manual_seed(seed)
             starts = torch.randint(0, self.env.params.max_cycles, (self.env.num_envs,), generator=gen)
         self.env.reset(seed=seed, episode_counts=episode_counts, start_steps=starts)
-
-    def _forwardable(self, g: str) -> bool:
-        pol, hidden = self.policies[g], self.args.for_group(g).hidden
-        return (fused.forwardable(self.env.single_observation_space(g).shape[0], hidden, pol.logits_size)
-                and fused.forwardable(critic_size(self.env, g, self.args), hidden, 1))
 
     def _fits_kernels(self, g: str) -> bool:
         pol = self.policies[g]  # a Discrete or MultiDiscrete group's
@@ -371,10 +364,10 @@ class Trainer:
             b["next_value"][:-1].copy_(b["value"][1:])
 
     def _values(self, g: str, obs: torch.Tensor, out: torch.Tensor):
-        """``out = critic(obs)`` for group ``g``: by the forward kernel where it runs the critic, else by torch layers."""
+        """``out = critic(obs)`` for group ``g``: a kernel for fused groups, chunks of torch layers otherwise."""
         pol = self.policies[g]
-        if g in self.fused or g in self.forwarded:
-            self._forward(g, pol.critic, obs, out=out)
+        if g in self.fused:
+            fused.forward(pol.critic, obs, out=out)
             return
         rows, out = obs.reshape(-1, obs.shape[-1]), out.view(-1)
         for i in range(0, rows.shape[0], VALUE_CHUNK):
@@ -399,16 +392,6 @@ class Trainer:
                 self._values(g, flat[rows].contiguous(), values)
                 b["next_value"][:-1].view(-1)[rows] = values
 
-    def _forward(self, g: str, net: nn.Sequential, x: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
-        """``net(x)`` without gradient: the forward kernel for fused and ``forwarded`` groups (products as
-        their update's: bfloat16 for the groups in ``self.half``, but in Triton's CPU interpreter, which has
-        no bfloat16 products), else `_layers`."""
-        if g in self.fused or g in self.forwarded:
-            bf16 = g in self.half and x.is_cuda
-            return fused.forward(net, x.contiguous(), out=out, precision="bf16" if bf16 else None)
-        assert out is None, "torch layers return their outputs"
-        return self._layers(g, net, x)
-
     def _layers(self, g: str, net: nn.Sequential, x: torch.Tensor) -> torch.Tensor:
         """``net(x)``, an actor's or critic's torch layers; in bfloat16 for the groups in ``self.half``."""
         return forward_bf16(net, x) if g in self.half else net(x)
@@ -426,7 +409,7 @@ class Trainer:
         for gi, (g, pol) in enumerate(self.policies.items()):
             b = self.buf[g]
             if g in self._heads:  # the actor's layers in the kernel, or torch's and the draw in the kernel
-                logits = self._forward(g, pol.actor, env.obs[g]) if g in self.drawn else None
+                logits = self._layers(g, pol.actor, env.obs[g]) if g in self.drawn else None
                 fused.act(pol.actor, env.obs[g], masks.get(g), env.actions[g], b, t, self.counters[1:], self._heads[g],
                           fused.draw_key(self.args.seed, self.rank, gi), logits=logits)
                 continue

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import torch
 
+from trainers import distributed
+
 RESTART_SEED = 1_000_033  # per iteration: a resume without env state starts episodes unlike the run's first
 
 
@@ -18,22 +20,37 @@ def save(trainer, path: Path, env_state: bool = True):
     env) and each env's finished-episode count goes in: a run resumed from it starts fresh
     episodes, seeded apart from the ones it began with, and whatever counts episodes (the
     economy's tax annealing) goes on from the counts.
+
+    In a data-parallel run every rank calls this; rank 0 writes one file with the policies and
+    optimisers (equal on every rank) and each rank's own part: env, random streams, accumulators.
     """
+    own = _rank_state(trainer, env_state)
+    parts = distributed.gather({k: v.cpu() if torch.is_tensor(v) else v for k, v in own.items()}
+                               if trainer.world.distributed else own, trainer.world)
+    if not trainer.world.main:
+        return
     state = {"args": dataclasses.asdict(trainer.args), "iteration": trainer.iteration, "seconds": trainer.seconds,
              "policies": trainer.policies.state_dict(), "opt": {g: o.state_dict() for g, o in trainer.opts.items()},
-             "torch_rng": torch.get_rng_state(),
-             "cuda_rng": torch.cuda.get_rng_state(trainer.device) if trainer.device.type == "cuda" else None,
-             "counters": trainer.counters.cpu(), "episode_acc": trainer.episode_acc, "loss_acc": trainer.loss_acc,
-             "updates_since_log": trainer.updates_since_log}
+             "world_size": trainer.world.size, **own, "ranks": parts[1:]}
     if env_state:
-        state["env_state"] = trainer.env.buffers.storage
         state["env_layout"] = trainer.env.buffers.layout_record()
-    else:
-        state["episode_counts"] = trainer.env.state.ep_count.clone()
     path = Path(path)
     tmp = path.with_suffix(".tmp")
     torch.save(state, tmp)
     os.replace(tmp, path)  # atomic: a crash mid-write never leaves a broken checkpoint
+
+
+def _rank_state(trainer, env_state: bool) -> dict:
+    """What differs between the ranks of a data-parallel run: their envs, random streams and accumulators."""
+    own = {"torch_rng": torch.get_rng_state(),
+           "cuda_rng": torch.cuda.get_rng_state(trainer.device) if trainer.device.type == "cuda" else None,
+           "counters": trainer.counters.cpu(), "episode_acc": trainer.episode_acc, "loss_acc": trainer.loss_acc,
+           "updates_since_log": trainer.updates_since_log}
+    if env_state:
+        own["env_state"] = trainer.env.buffers.storage
+    else:
+        own["episode_counts"] = trainer.env.state.ep_count.clone()
+    return own
 
 
 def warm_start(trainer, path: str):
@@ -58,6 +75,13 @@ def warm_start(trainer, path: str):
 def load(trainer, path: Path):
     """Continues ``trainer`` from ``path``; checked before anything changes: a refused checkpoint changes nothing."""
     state = torch.load(path, map_location=trainer.device, weights_only=False)
+    saved_world = state.get("world_size", 1)
+    if saved_world != trainer.world.size:
+        raise ValueError(f"{path} was written by a data-parallel run of {saved_world} process(es), each with its own "
+                         f"envs; this run has {trainer.world.size}: resume it with as many (torchrun "
+                         f"--nproc-per-node), or start a new run from its policies with --init-from")
+    if trainer.rank:
+        state = {**state, **state["ranks"][trainer.rank - 1]}
     if "env_state" in state:
         try:
             trainer.env.buffers.check_layout_record(state.get("env_layout"), str(path))

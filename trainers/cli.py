@@ -5,6 +5,7 @@ gpu-zoo train simple_tag_v3 --num-envs 16384 --total-env-steps 50000000 --device
 gpu-zoo train --resume runs/tag_gridworld_v0/checkpoint.pt --total-env-steps 8000000
 gpu-zoo eval runs/tag_gridworld_v0/checkpoint.pt --episodes 100 --gif out.gif
 gpu-zoo presets
+torchrun --standalone --nproc-per-node=4 -m trainers.cli train simple_tag_v3 --device cuda   # 4 GPUs
 """
 
 from __future__ import annotations
@@ -75,11 +76,15 @@ def args_for_train(ns: argparse.Namespace, parser: argparse.ArgumentParser) -> A
 def cmd_train(ns, parser) -> int:
     from trainers.loop import train  # here: --help and presets need no torch start-up beyond the import
 
+    from trainers import distributed
+
     args = args_for_train(ns, parser)
     try:
         train(args, resume=ns.resume)
     except KeyboardInterrupt:
         return 130  # the shell's code for an interrupted command
+    finally:
+        distributed.leave()
     return 0
 
 

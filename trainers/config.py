@@ -21,11 +21,12 @@ class Args:
     env_kwargs: dict = field(default_factory=dict)
     """constructor arguments of the env (JSON on the command line, merged over the preset's)"""
     num_envs: int = 256
-    """environments stepped together"""
+    """environments stepped together (per process in a data-parallel run: torchrun, trainers/distributed.py)"""
     num_steps: int = 32
     """steps per rollout and environment"""
     total_env_steps: int = 500_000
-    """training budget in env-steps (one env-step steps one environment once)"""
+    """training budget in env-steps (one env-step steps one environment once), over every process of a data-parallel
+    run"""
     learning_rate: float = 3e-4
     """Adam step size"""
     anneal_lr: bool = False
@@ -169,7 +170,11 @@ class Args:
     @property
     def iterations(self) -> int:
         """Rollout-and-update rounds: the budget rounded down to whole iterations (at least one)."""
-        return max(1, self.total_env_steps // self.env_steps_per_iteration)
+        return self.iterations_over(1)
+
+    def iterations_over(self, ranks: int) -> int:
+        """`iterations` of a data-parallel run of ``ranks`` processes, each stepping its own ``num_envs``."""
+        return max(1, self.total_env_steps // (self.env_steps_per_iteration * ranks))
 
     @property
     def out_dir(self) -> str:

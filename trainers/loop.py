@@ -15,6 +15,7 @@ from pathlib import Path
 
 import torch
 
+from trainers import distributed
 from trainers.config import Args
 from trainers.evaluate import Comparison, compare
 from trainers.plots import plot_learning_curve
@@ -55,64 +56,87 @@ def train(args: Args, resume: str | Path | None = None, callback: Callable[[Trai
     A KeyboardInterrupt (Ctrl-C, or raised by the callback) writes a checkpoint and the curve,
     then propagates. A first Ctrl-C lets the current iteration finish, so the checkpoint
     continues exactly; a second one stops at once.
+
+    Under torchrun every process trains its own envs (`trainers.distributed`); rank 0 alone
+    prints, logs and writes files, and a first Ctrl-C on any rank stops every rank after the next
+    logged iteration (a second one stops at once, without a checkpoint).
     """
+    world = distributed.join(args.device)
     out = Path(args.out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    if world.main:
+        out.mkdir(parents=True, exist_ok=True)
     if args.torch_threads:
         torch.set_num_threads(args.torch_threads)
-    trainer = Trainer(args)
+    trainer = Trainer(args, world=world)
     if resume:
         trainer.load(Path(resume))
-    per_it = args.env_steps_per_iteration
-    groups = ", ".join(f"{g} x{trainer.env.group_size(g)} ({'trained' if g in trainer.policies else 'random'})"
-                       for g in trainer.env.groups)
-    print(f"{args.env_id}: {args.num_envs} envs on {trainer.device}, {groups}; {args.iterations} iterations of "
-          f"{per_it:,} env-steps; writing to {out}/", flush=True)
-    log = RunLog(out, trainer.metric_names(), trainer.env.groups, args.iterations * per_it, trainer.iteration,
-                 trainer.iteration * per_it)
+    run_steps = args.env_steps_per_iteration * world.size  # env-steps per iteration over every rank
+    log = None
+    if world.main:
+        groups = ", ".join(f"{g} x{trainer.env.group_size(g)} ({'trained' if g in trainer.policies else 'random'})"
+                           for g in trainer.env.groups)
+        where = f"{world.size} processes x {args.num_envs} envs" if world.distributed else f"{args.num_envs} envs"
+        print(f"{args.env_id}: {where} on {trainer.device.type}, {groups}; {trainer.iterations} iterations of "
+              f"{run_steps:,} env-steps; writing to {out}/", flush=True)
+        log = RunLog(out, trainer.metric_names(), trainer.env.groups, trainer.iterations * run_steps,
+                     trainer.iteration, trainer.iteration * run_steps)
     checkpoint = out / "checkpoint.pt"
     try:
         with StopRequest() as stop:
             _loop(trainer, log, checkpoint, callback, stop)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as stopped:
+        if world.distributed and not isinstance(stopped, _AllRanksStop):
+            print(f"rank {world.rank} stopped at once: no checkpoint (the ranks may be at different points)",
+                  flush=True)
+            raise
         trainer.save(checkpoint)
-        log.close()
-        plot_learning_curve(log.csv_path, out / "curve.png", trainer.env.groups, tuple(trainer.policies),
-                            title=args.env_id)
-        print(f"stopped at iteration {trainer.iteration}: checkpoint {checkpoint}; continue with "
-              f"gpu-zoo train --resume {checkpoint}", flush=True)
+        if log is not None:
+            log.close()
+            plot_learning_curve(log.csv_path, out / "curve.png", trainer.env.groups, tuple(trainer.policies),
+                                title=args.env_id)
+            print(f"stopped at iteration {trainer.iteration}: checkpoint {checkpoint}; continue with "
+                  f"gpu-zoo train --resume {checkpoint}", flush=True)
         raise
     trainer.save(checkpoint)
-    log.close()
-    report(trainer, out)
+    if log is not None:
+        log.close()
+        report(trainer, out)
     return trainer
 
 
-def _loop(trainer: Trainer, log: RunLog, checkpoint: Path, callback, stop: StopRequest):
-    args = trainer.args
-    per_it = args.env_steps_per_iteration
+class _AllRanksStop(KeyboardInterrupt):
+    """A stop every rank of a data-parallel run agreed on, at the same iteration."""
+
+
+def _loop(trainer: Trainer, log: RunLog | None, checkpoint: Path, callback, stop: StopRequest):
+    args, world = trainer.args, trainer.world
+    per_it = args.env_steps_per_iteration * world.size
     last = window_start = time.perf_counter()
     window_iteration = trainer.iteration
-    while trainer.iteration < args.iterations:
+    while trainer.iteration < trainer.iterations:
         trainer.rollout()
         trainer.update()
         trainer.iteration += 1
-        logging = trainer.iteration % args.log_every == 0 or trainer.iteration == args.iterations
+        logging = trainer.iteration % args.log_every == 0 or trainer.iteration == trainer.iterations
         metrics = trainer.read_metrics() if logging else None  # the loop's one host sync: rates are real
         now = time.perf_counter()
         trainer.seconds += now - last
         last = now
-        if logging:
+        if logging and log is not None:
             rate = (trainer.iteration - window_iteration) * per_it / max(now - window_start, 1e-9)
             log.write({"iteration": trainer.iteration, "env_steps": trainer.iteration * per_it,
                        "seconds": trainer.seconds, "env_steps_per_s": rate, **metrics})
+        if logging:
             window_start, window_iteration = now, trainer.iteration
         if trainer.iteration % args.checkpoint_every == 0:
             trainer.save(checkpoint)
         if callback is not None:
             callback(trainer)
-        if stop.requested:
-            raise KeyboardInterrupt
+        if not world.distributed:
+            if stop.requested:
+                raise KeyboardInterrupt
+        elif logging and distributed.any_rank(stop.requested, world, trainer.device):
+            raise _AllRanksStop
 
 
 def report(trainer: Trainer, out: Path) -> Comparison | None:

@@ -26,8 +26,9 @@ metrics accumulate there and are read every ``log_every`` iterations.
 - Groups with action masks sample under them, and the update recomputes log-probabilities
   under the same masks.
 
-A data-parallel run gives each rank a `Trainer` with its ``rank`` (it seeds the rank's envs
-and draws apart) and all-reduces gradients in `Trainer.sync_gradients`.
+A data-parallel run (`trainers.distributed`) gives each rank a `Trainer` with its `World`: the
+rank seeds its envs and draws apart, the policies start from rank 0's, `Trainer.sync_gradients`
+averages each minibatch's gradient over the ranks and `Trainer.read_metrics` sums the metrics.
 """
 
 from __future__ import annotations
@@ -40,9 +41,10 @@ from torch import nn
 import gpu_zoo
 from gpu_zoo.core.graphs import capture
 from gpu_zoo.core.launch import default_device
-from trainers import checkpoint, fused
+from trainers import checkpoint, distributed, fused
 from trainers.adam import Adam
 from trainers.config import Args
+from trainers.distributed import SINGLE, World
 from trainers.policy import GroupPolicy
 
 
@@ -210,16 +212,17 @@ class Trainer:
 
     Args:
         args: the settings.
-        env: a batched env to train on (default: ``make_env(args)``); a data-parallel run gives
-            each rank its own shard.
-        rank: this process's rank in a data-parallel run; seeds the rank's envs and sampling apart.
+        env: a batched env to train on (default: ``make_env(args)`` on the world's device).
+        world: this process's place in a data-parallel run (`trainers.distributed.join`); its rank
+            seeds its envs and sampling apart.
     """
 
-    def __init__(self, args: Args, env=None, rank: int = 0):
+    def __init__(self, args: Args, env=None, world: World = SINGLE):
         self.args = args
-        self.rank = rank
+        self.world = world
+        self.rank = rank = world.rank
         torch.manual_seed(args.seed + rank)
-        self.env = env if env is not None else make_env(args)
+        self.env = env if env is not None else make_env(args, device=world.device)
         if self.env.num_envs != args.num_envs:
             raise ValueError(f"the env has {self.env.num_envs} environments but args.num_envs is {args.num_envs}; "
                              "a rank's shard is described by its own Args")
@@ -236,9 +239,12 @@ class Trainer:
                              f"({list(self.policies)})")
         if args.init_from:
             checkpoint.warm_start(self, args.init_from)
+        distributed.broadcast_parameters(self.policies, world)
         self.base_lrs = {g: args.for_group(g).learning_rate for g in self.policies}
         self.opts = {g: make_optimizer(pol, self.base_lrs[g]) for g, pol in self.policies.items()}
         self.ent_coefs = {g: torch.tensor(args.for_group(g).ent_coef, device=self.device) for g in self.policies}
+        # the budget is the run's over every rank: each steps its own envs
+        self.iterations = args.iterations_over(world.size)
         self.iteration = 0
         self.seconds = 0.0  # training wall time, carried over by resumes
         self._reset_env(args.seed + rank)
@@ -337,7 +343,8 @@ class Trainer:
             return
         with matmul_precision(self.device):  # a capture keeps the products it was captured with
             fn()
-            if self.args.cuda_graph and self.device.type == "cuda":
+            # an update's all-reduces run eagerly: NCCL's collectives are not captured
+            if self.args.cuda_graph and self.device.type == "cuda" and not (name == "update" and self.world.distributed):
                 self._graphs[name] = capture(fn, self.device)
 
     @torch.no_grad()
@@ -454,9 +461,9 @@ class Trainer:
         for gi, g in enumerate(self.policies):
             a = self.args.for_group(g)
             if self.args.anneal_lr:
-                lr = self.base_lrs[g] * (1.0 - self.iteration / self.args.iterations)
+                lr = self.base_lrs[g] * (1.0 - self.iteration / self.iterations)
                 self.opts[g].param_groups[0]["lr"].fill_(lr)  # a device tensor: a captured step reads it
-            self.ent_coefs[g].fill_(a.ent_coef_at(self.iteration * a.env_steps_per_iteration))
+            self.ent_coefs[g].fill_(a.ent_coef_at(self.iteration * a.env_steps_per_iteration * self.world.size))
             self.updates_since_log[gi] += a.update_epochs * len(self._minibatches(a, self.buf[g]["rew"].numel()))
         self._run("update", self._update)
 
@@ -502,7 +509,7 @@ class Trainer:
                             ent, flat["mask"][idx], a.clip_coef, a.vf_coef, self.ent_coefs[g], a.vf_clip)
         self.opts[g].zero_grad()
         loss.backward()
-        self.sync_gradients()
+        self.sync_gradients(g)
         self.loss_acc[gi] += torch.stack([st[k].detach() for k in LOSS_STATS])
 
     def _fused_minibatch(self, gi: int, g: str, a: Args, flat: dict, perm, start: int, count: int):
@@ -515,7 +522,7 @@ class Trainer:
             fused.ppo_grads(net, critic, perm, start, count, batch, self.ent_coefs[g], self._heads[g], k["partial"],
                             column, stats, a.clip_coef, a.vf_coef, a.value_clip)
         fused.mean_gradient(k["partial"], k["flat"])
-        self.sync_gradients()
+        self.sync_gradients(g)
         self.loss_acc[gi] += k["flat"][k["stats_column"]:k["stats_column"] + len(LOSS_STATS)]
 
     def _drawn_minibatch(self, gi: int, g: str, a: Args, flat: dict, perm, start: int, count: int):
@@ -533,17 +540,24 @@ class Trainer:
                             agents, a.value_clip)
         self.opts[g].zero_grad()
         torch.autograd.backward([logits, a.vf_coef * v_loss], [dlogits, None])
-        self.sync_gradients()
+        self.sync_gradients(g)
         pg, ent, kl, clipfrac = (sums / agents).unbind()
         self.loss_acc[gi] += torch.stack([pg, v_loss.detach(), ent, kl, clipfrac])
 
-    def sync_gradients(self):
-        """Hook between the gradient and the optimiser step: a data-parallel run all-reduces gradients here."""
+    def sync_gradients(self, g: str):
+        """Between a minibatch's gradient and the optimiser's step: group ``g``'s gradient, averaged over the ranks."""
+        if not self.world.distributed:
+            return
+        if g in self.fused:  # the parameters' grads are views of one buffer, the loss statistics after them
+            k = self._kernel_state[g]
+            distributed.average([k["flat"][:k["stats_column"]]], self.world)
+            return
+        distributed.average([p.grad for p in self.policies[g].parameters() if p.grad is not None], self.world)
 
     # ----------------------------------------------------------------- metrics
     def read_metrics(self) -> dict[str, float]:
-        """Metrics since the last read (one host sync); the accumulators restart from zero."""
-        values = torch.cat([self.episode_acc.float(), self.loss_acc.flatten()]).tolist()
+        """Metrics since the last read (one host sync; summed over the ranks); the accumulators restart from zero."""
+        values = distributed.total(torch.cat([self.episode_acc.float(), self.loss_acc.flatten()]), self.world).tolist()
         self.episode_acc.zero_()
         self.loss_acc.zero_()
         groups = self.env.groups
@@ -555,7 +569,7 @@ class Trainer:
         for gi, g in enumerate(self.policies):
             updates = self.updates_since_log[gi]
             for si, k in enumerate(LOSS_STATS):
-                out[f"loss/{g}/{k}"] = losses[gi * len(LOSS_STATS) + si] / updates if updates else nan
+                out[f"loss/{g}/{k}"] = losses[gi * len(LOSS_STATS) + si] / (updates * self.world.size) if updates else nan
         self.updates_since_log = [0] * len(self.policies)
         return out
 

@@ -3,11 +3,13 @@
     python -m benchmarks.trainer_speed --env simple_tag_v3 --num-envs 4096,16384 --device cuda
     python -m benchmarks.trainer_speed --env simple_tag_v3 --num-envs 4096 --kw '{"fused": false}' --split
     python -m benchmarks.trainer_speed --curves benchmarks/results/trainer --out docs/training_speed.png
+    torchrun --standalone --nproc-per-node=2 -m benchmarks.trainer_speed --num-envs 4096   # per GPU, data-parallel
 
 Settings default to JaxMARL IPPO's on simple_tag: 128-step rollouts, 4 epochs of 4 minibatches,
 two 64-wide tanh layers (``--preset``: the env's preset instead). Each size runs two warm-up iterations (the first
 compiles and runs eagerly, the second captures the CUDA graphs), then ``--iterations`` timed
-ones, the clock read after a device synchronisation. With ``--split``, a profile of one more
+ones, the clock read after a device synchronisation. Under torchrun every rank trains its own envs
+(`trainers.distributed`) and rank 0 reports the run's env-steps/s over all of them. With ``--split``, a profile of one more
 iteration run without graphs sums the GPU time of its kernels by part: the env step, the
 policies' rollout work (inference, sampling, storage), the values and GAE, and the update.
 """
@@ -20,7 +22,7 @@ import json
 import time
 
 from benchmarks.timing import sync
-from trainers import fused
+from trainers import distributed, fused
 from trainers.config import Args, preset, with_overrides
 from trainers.ppo import Trainer
 
@@ -31,9 +33,9 @@ PARTS = (("env step", ("numba", "step", "cudapy")), ("rollout policies", ("_act_
          ("values and GAE", ("_forward_kernel", "_gae_kernel")), ("update gradients", ("_ppo_grads_kernel",)))
 
 
-def measure(args: Args, iterations: int) -> dict:
+def measure(args: Args, iterations: int, world: distributed.World = distributed.SINGLE) -> dict:
     t0 = time.perf_counter()
-    trainer = Trainer(args)
+    trainer = Trainer(args, world=world)
     built = time.perf_counter() - t0
     for _ in range(2):
         trainer.rollout()
@@ -49,8 +51,8 @@ def measure(args: Args, iterations: int) -> dict:
         trainer.update()
         sync(trainer.device)
         rollout, update = rollout + t1 - t0, update + time.perf_counter() - t1
-    steps = iterations * args.env_steps_per_iteration
-    return {"env": args.env_id, "num_envs": args.num_envs, "num_steps": args.num_steps, "device": str(trainer.device),
+    steps = iterations * args.env_steps_per_iteration * world.size
+    return {"env": args.env_id, "world_size": world.size, "num_envs": args.num_envs, "num_steps": args.num_steps, "device": str(trainer.device),
             "fused_groups": list(trainer.fused), "precision": fused.PRECISION, "grad_tile": fused.GRAD_TILE,
             "cuda_graph": args.cuda_graph, "build_s": round(built, 2),
             "warmup_s": round(warm, 2), "rollout_ms": round(1e3 * rollout / iterations, 3),
@@ -137,15 +139,19 @@ def main(argv=None):
     start = {"eval_episodes": 0, "gif": False} if ns.preset else JAXMARL_IPPO_SETTINGS
     base = with_overrides(preset(ns.env) if ns.preset else Args(env_id=ns.env),
                           **{**start, "device": ns.device, **json.loads(ns.kw)})
+    world = distributed.join(base.device)
     for n in (int(x) for x in ns.num_envs.split(",")):
-        args = dataclasses.replace(base, num_envs=n, total_env_steps=100 * n * base.num_steps)
-        row = {**measure(args, ns.iterations), "settings": json.loads(ns.kw)}
-        if ns.split:
+        args = dataclasses.replace(base, num_envs=n, total_env_steps=100 * n * base.num_steps * world.size)
+        row = {**measure(args, ns.iterations, world), "settings": json.loads(ns.kw)}
+        if ns.split and not world.distributed:
             row.update(split(args))
+        if not world.main:
+            continue
         print(json.dumps(row), flush=True)
         if ns.json:
             with open(ns.json, "a") as fh:
                 fh.write(json.dumps(row) + "\n")
+    distributed.leave()
 
 
 if __name__ == "__main__":

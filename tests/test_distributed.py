@@ -24,6 +24,19 @@ def run_args(out) -> Args:
                 checkpoint_every=2, log_every=1, learning_rate=1e-2)
 
 
+def one_update_args(out) -> Args:
+    """One gradient step on one rollout; every agent always in the game (each rank's mean is over as many agents)
+    and advantages as they come (a rank normalises over its own batch): two ranks' averaged gradient is the
+    gradient over both batches."""
+    return Args(env_id="simple_tag_v3", env_kwargs=dict(max_cycles=5), num_envs=4, num_steps=8,
+                total_env_steps=WORLD * 32, device="cpu", out=str(out), eval_episodes=0, gif=False,
+                update_epochs=1, num_minibatches=1, norm_adv=False, learning_rate=1e-2)
+
+
+def _flat(trainer) -> torch.Tensor:
+    return torch.cat([p.detach().flatten() for p in trainer.policies.parameters()])
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -50,7 +63,31 @@ def _rank(rank: int, port: int, out: str, plan: str, results: str):
                     p.grad = torch.full_like(p, rank + 1.0)
                 probe.sync_gradients(g)
             report["synced"] = [p.grad.clone() for p in probe.policies.parameters()]
+            one = Trainer(one_update_args(out), world=world)
+            report["one_start"] = _flat(one)
+            one.rollout()
+            report["one_storage"] = {g: {k: v.clone() for k, v in b.items()} for g, b in one.buf.items()}
+            one.update()
+            report["one_end"] = _flat(one)
+            report["after_each"] = []
+            trainer = train(args, callback=lambda t: report["after_each"].append(_flat(t)))
+        elif plan == "gpus":  # each rank on the GPU of its local rank, for torch and Numba alike
+            args = dataclasses.replace(args, device="cuda")
             trainer = train(args)
+            from gpu_zoo.core import compat
+
+            report["devices"] = (torch.cuda.current_device(), compat.import_cuda().get_current_device().id,
+                                 trainer.env.device.index, trainer.device.index)
+            report["final"] = [p.detach().cpu() for p in trainer.policies.parameters()]
+            report["iteration"] = trainer.iteration
+            report["env"] = trainer.env.buffers.storage.cpu()
+            torch.save(report, os.path.join(results, f"{plan}{rank}.pt"))
+            return
+        elif plan == "failing":
+            def fail(trainer):
+                if rank == 1 and trainer.iteration == 2:
+                    raise RuntimeError("rank 1 gives up")
+            train(args, callback=fail)
         else:  # half the budget, then a resume to the whole of it
             train(dataclasses.replace(args, total_env_steps=args.total_env_steps // 2))
             trainer = train(args, resume=os.path.join(out, "checkpoint.pt"))
@@ -83,6 +120,9 @@ def test_ranks_start_equal_and_average_their_gradients(straight):
 
 def test_ranks_train_one_policy_on_envs_of_their_own(straight):
     out, (first, second) = straight
+    assert len(first["after_each"]) == ITERATIONS
+    for a, b in zip(first["after_each"], second["after_each"], strict=True):
+        assert torch.equal(a, b), "bit for bit equal after every update"
     assert first["iteration"] == second["iteration"] == ITERATIONS, "the budget is the run's, over both ranks"
     for a, b, start in zip(first["final"], second["final"], first["initial"], strict=True):
         assert torch.equal(a, b), "the policies stay equal"
@@ -117,3 +157,36 @@ def test_one_process_is_a_world_of_one():
     from trainers import distributed
 
     assert distributed.join("cpu") == World() and not World().distributed and World().main
+
+
+def test_two_ranks_take_the_step_of_one_process_with_both_batches(straight, tmp_path):
+    """One update of a 2-process run is the update of one process whose rollout holds both ranks' envs."""
+    _, (first, second) = straight
+    assert torch.equal(first["one_start"], second["one_start"])
+    torch.testing.assert_close(first["one_end"], second["one_end"], rtol=0, atol=0)
+    args = dataclasses.replace(one_update_args(tmp_path), num_envs=2 * 4, total_env_steps=64)
+    alone = Trainer(args)
+    torch.nn.utils.vector_to_parameters(first["one_start"], alone.policies.parameters())
+    for g, b in alone.buf.items():
+        for k, v in b.items():  # rank 0's envs, then rank 1's
+            v.copy_(torch.cat([first["one_storage"][g][k], second["one_storage"][g][k]], dim=1))
+    alone.update()
+    torch.testing.assert_close(_flat(alone), first["one_end"], rtol=1e-5, atol=1e-6)
+
+
+def test_a_rank_that_fails_ends_the_run_with_its_error(tmp_path):
+    with pytest.raises(mp.ProcessRaisedException, match="rank 1 gives up"):
+        mp.spawn(_rank, args=(_free_port(), str(tmp_path), "failing", str(tmp_path)), nprocs=WORLD, join=True)
+
+
+@pytest.mark.cuda
+def test_two_gpus_each_step_their_own_envs(tmp_path):
+    """With NCCL on two GPUs: each rank's torch, Numba and env on its own GPU, one policy trained."""
+    if torch.cuda.device_count() < WORLD:
+        pytest.skip("needs two GPUs")
+    (tmp_path / "results").mkdir()
+    first, second = spawn("gpus", tmp_path, tmp_path / "results")
+    assert first["devices"] == (0, 0, 0, 0) and second["devices"] == (1, 1, 1, 1)
+    assert first["iteration"] == ITERATIONS
+    assert all(torch.equal(a, b) for a, b in zip(first["final"], second["final"], strict=True))
+    assert not torch.equal(first["env"], second["env"])

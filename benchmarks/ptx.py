@@ -13,10 +13,7 @@ from __future__ import annotations
 import argparse
 import re
 import subprocess
-import types
 from pathlib import Path
-
-import numba
 
 from benchmarks.probe import _kwargs
 
@@ -32,23 +29,10 @@ def main(argv=None):
     ap.add_argument("--out", default=None, help="write the PTX here")
     args = ap.parse_args(argv)
 
-    from numba import cuda
-    from numba.cuda import dispatcher
-
-    import gpu_zoo
-    from gpu_zoo.core.compile import layout_launch_shape, load_kernels
-    from gpu_zoo.core.layout import Layout
+    from gpu_zoo.testing.cuda_compile import kernel_ptx
 
     cc = tuple(int(x) for x in args.cc.split("."))
-    # Device functions ask the current device for its compute capability; there is none here.
-    dispatcher.get_current_device = lambda: types.SimpleNamespace(compute_capability=cc)
-    spec = gpu_zoo.get_spec(args.env_id)
-    layout = Layout(spec, spec.make_params(**_kwargs(args.kw)))
-    shape = layout_launch_shape(layout, args.num_envs, threads_per_env=args.tpe)
-    module = load_kernels(layout, "cuda", shape)
-    types_of = {"f64": numba.float64, "f32": numba.float32, "i32": numba.int32, "u8": numba.uint8}
-    sig = tuple(numba.types.Array(types_of[f.dtype], 1 + len(f.shape), "C") for f in layout.fields.values())
-    ptx, _ = cuda.compile_ptx(module.step.py_func, sig, cc=cc)
+    ptx, shape = kernel_ptx(args.env_id, "step", args.num_envs, cc, args.tpe, **_kwargs(args.kw))
     path = Path(args.out or f"/tmp/{args.env_id}_step.ptx")
     path.write_text(ptx)
     body = [ln for ln in ptx.splitlines() if ln.strip() and not ln.strip().startswith(("//", ".", "$", "{", "}"))]

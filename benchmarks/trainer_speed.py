@@ -9,9 +9,10 @@ Settings default to JaxMARL IPPO's on simple_tag: 128-step rollouts, 4 epochs of
 two 64-wide tanh layers (``--preset``: the env's preset instead). Each size runs two warm-up iterations (the first
 compiles and runs eagerly, the second captures the CUDA graphs), then ``--iterations`` timed
 ones, the clock read after a device synchronisation. Under torchrun every rank trains its own envs
-(`trainers.distributed`) and rank 0 reports the run's env-steps/s over all of them. With ``--split``, a profile of one more
-iteration run without graphs sums the GPU time of its kernels by part: the env step, the
-policies' rollout work (inference, sampling, storage), the values and GAE, and the update.
+(`trainers.distributed`) and rank 0 reports the run's env-steps/s over all of them. With
+``--split``, a profile of one more iteration run without graphs sums the GPU time of its
+kernels by part: the env step, the policies' rollout work (inference, sampling, storage), the
+values and GAE, and the update.
 """
 
 from __future__ import annotations
@@ -52,7 +53,8 @@ def measure(args: Args, iterations: int, world: distributed.World = distributed.
         sync(trainer.device)
         rollout, update = rollout + t1 - t0, update + time.perf_counter() - t1
     steps = iterations * args.env_steps_per_iteration * world.size
-    return {"env": args.env_id, "world_size": world.size, "num_envs": args.num_envs, "num_steps": args.num_steps, "device": str(trainer.device),
+    return {"env": args.env_id, "world_size": world.size,
+            "num_envs": args.num_envs, "num_steps": args.num_steps, "device": str(trainer.device),
             "fused_groups": list(trainer.fused), "precision": fused.PRECISION, "grad_tile": fused.GRAD_TILE,
             "cuda_graph": args.cuda_graph, "build_s": round(built, 2),
             "warmup_s": round(warm, 2), "rollout_ms": round(1e3 * rollout / iterations, 3),

@@ -1,4 +1,4 @@
-"""Data-parallel training: two gloo processes on the CPU, started as torchrun starts them (its environment variables)."""
+"""Data-parallel training: two gloo processes on the CPU, started as torchrun starts them (environment variables)."""
 
 import dataclasses
 import os
@@ -25,9 +25,11 @@ def run_args(out) -> Args:
 
 
 def one_update_args(out) -> Args:
-    """One gradient step on one rollout; every agent always in the game (each rank's mean is over as many agents)
-    and advantages as they come (a rank normalises over its own batch): two ranks' averaged gradient is the
-    gradient over both batches."""
+    """One gradient step on one rollout, where two ranks' averaged gradient is the gradient over both batches.
+
+    Every agent is always in the game (each rank's mean is over as many agents) and advantages are
+    taken as they come (a rank would normalise over its own batch).
+    """
     return Args(env_id="simple_tag_v3", env_kwargs=dict(max_cycles=5), num_envs=4, num_steps=8,
                 total_env_steps=WORLD * 32, device="cpu", out=str(out), eval_episodes=0, gif=False,
                 update_epochs=1, num_minibatches=1, norm_adv=False, learning_rate=1e-2)

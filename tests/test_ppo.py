@@ -409,7 +409,7 @@ def test_a_checkpoint_of_one_optimiser_for_all_groups_resumes_into_one_per_group
 
 @pytest.mark.parametrize("critic", ["local", "state"])
 def test_next_values_are_the_critic_of_each_next_observation(critic):
-    """Step t's next value is the critic of its stored next input: step t+1's, or the final one where an episode ended."""
+    """Step t's next value is the critic of its stored next input: step t+1's, or the final one where episodes end."""
     args = Args(env_id="simple_tag_v3", env_kwargs=dict(max_cycles=5), num_envs=4, num_steps=8, total_env_steps=64,
                 device="cpu", eval_episodes=0, critic=critic)
     trainer = Trainer(args)

@@ -74,9 +74,8 @@ def args_for_train(ns: argparse.Namespace, parser: argparse.ArgumentParser) -> A
 
 
 def cmd_train(ns, parser) -> int:
-    from trainers.loop import train  # here: --help and presets need no torch start-up beyond the import
-
     from trainers import distributed
+    from trainers.loop import train  # here: --help and presets need no torch start-up beyond the import
 
     args = args_for_train(ns, parser)
     try:

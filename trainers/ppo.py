@@ -344,7 +344,8 @@ class Trainer:
         with matmul_precision(self.device):  # a capture keeps the products it was captured with
             fn()
             # an update's all-reduces run eagerly: NCCL's collectives are not captured
-            if self.args.cuda_graph and self.device.type == "cuda" and not (name == "update" and self.world.distributed):
+            eager = name == "update" and self.world.distributed
+            if self.args.cuda_graph and self.device.type == "cuda" and not eager:
                 self._graphs[name] = capture(fn, self.device)
 
     @torch.no_grad()
@@ -536,7 +537,8 @@ class Trainer:
         agents = flat["mask"][idx].sum().clamp_min(1.0)
         dlogits, sums = fused.actor_loss(logits.detach(), perm, start, count, flat, self.ent_coefs[g], self._heads[g],
                                          a.clip_coef, agents.view(1))
-        v_loss = value_loss(self._layers(g, pol.critic, critic_obs[idx]).squeeze(-1), flat["value"][idx], flat["ret"][idx], flat["mask"][idx],
+        value = self._layers(g, pol.critic, critic_obs[idx]).squeeze(-1)
+        v_loss = value_loss(value, flat["value"][idx], flat["ret"][idx], flat["mask"][idx],
                             agents, a.value_clip)
         self.opts[g].zero_grad()
         torch.autograd.backward([logits, a.vf_coef * v_loss], [dlogits, None])
@@ -569,7 +571,8 @@ class Trainer:
         for gi, g in enumerate(self.policies):
             updates = self.updates_since_log[gi]
             for si, k in enumerate(LOSS_STATS):
-                out[f"loss/{g}/{k}"] = losses[gi * len(LOSS_STATS) + si] / (updates * self.world.size) if updates else nan
+                total = losses[gi * len(LOSS_STATS) + si]
+                out[f"loss/{g}/{k}"] = total / (updates * self.world.size) if updates else nan
         self.updates_since_log = [0] * len(self.policies)
         return out
 

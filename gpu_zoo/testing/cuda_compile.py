@@ -1,0 +1,135 @@
+"""An env's CUDA kernels compiled for real, to PTX, on a machine without a GPU or driver.
+
+    python -m gpu_zoo.testing.cuda_compile tag_continuous_v0 --params '{"num_runners": 100}'
+
+Under Numba's CUDA simulator the kernels run as plain Python: numba-cuda's typing, the generated
+CUDA code and its libdevice calls go untested there. NVVM (the ``nvidia-cuda-nvcc-cu12`` and
+``nvidia-cuda-nvrtc-cu12`` wheels, or a CUDA toolkit) compiles them as a GPU run does, without
+launching anything. A process with the simulator on compiles in a fresh process without it.
+A kernel that compiled is remembered in the kernel cache by its source's digest, so an unchanged
+env is not compiled again.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import types
+from importlib.metadata import version
+
+CC = (9, 0)  # Hopper: the GPUs the benchmarks run on
+KERNELS = ("step", "step_phases", "step_observe", "step_finished", "reset")
+
+
+class CudaCompileError(RuntimeError):
+    """A kernel of an env that numba-cuda's real compiler refuses."""
+
+
+def nvvm_available() -> bool:
+    """Whether NVVM and NVRTC are here: as NVIDIA's wheels or a CUDA toolkit (``CUDA_HOME``)."""
+    wheels = all(importlib.util.find_spec(m) is not None for m in ("nvidia.cuda_nvcc", "nvidia.cuda_nvrtc"))
+    return wheels or bool(os.environ.get("CUDA_HOME"))
+
+
+def compile_kernels(env_id: str, num_envs: int = 2000, cc: tuple[int, int] = CC, **params) -> dict[str, int]:
+    """Compiles every CUDA kernel of ``env_id`` with ``params`` at ``num_envs``'s launch shape.
+
+    Returns the PTX size of each kernel by name; raises `CudaCompileError` naming the env, the
+    kernel and the compiler's message.
+    """
+    from gpu_zoo.core.launch import simulator_enabled
+
+    if not simulator_enabled():
+        return _compile_all(env_id, num_envs, cc, params)
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
+    cmd = [sys.executable, "-m", "gpu_zoo.testing.cuda_compile", env_id, "--num-envs", str(num_envs),
+           "--cc", f"{cc[0]}.{cc[1]}", "--params", json.dumps(params), "--json"]
+    done = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    if done.returncode:
+        raise CudaCompileError(f"{env_id} {params}: the CUDA compile failed:\n{done.stderr[-4000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def kernel_ptx(env_id: str, name: str = "step", num_envs: int = 2000, cc: tuple[int, int] = CC,
+               threads_per_env: int | None = None, **params):
+    """(the PTX of one kernel, its launch shape), compiled here (the simulator must be off)."""
+    module, sig, shape = _kernels(env_id, num_envs, params, threads_per_env)
+    return _ptx(module, name, sig, cc, env_id, params), shape
+
+
+def _compile_all(env_id: str, num_envs: int, cc, params: dict) -> dict[str, int]:
+    from gpu_zoo.core.compile import cache_dir
+
+    module, sig, _ = _kernels(env_id, num_envs, params)
+    folder = cache_dir() / "ptx"
+    sizes = {}
+    for name in (k for k in KERNELS if hasattr(module, k)):
+        # the module's name holds its source's digest, which covers every file its kernels call into
+        marker = folder / f"{module.__name__}.{name}.sm{cc[0]}{cc[1]}.numba-cuda-{version('numba-cuda')}"
+        if not marker.exists():
+            folder.mkdir(parents=True, exist_ok=True)
+            marker.write_text(str(len(_ptx(module, name, sig, cc, env_id, params))))
+        sizes[name] = int(marker.read_text())
+    return sizes
+
+
+def _kernels(env_id: str, num_envs: int, params: dict, threads_per_env: int | None = None):
+    """(the generated CUDA module, its kernels' signature, the launch shape) of a configuration."""
+    import numba
+
+    from gpu_zoo.core.compile import layout_launch_shape, load_kernels
+    from gpu_zoo.core.layout import Layout
+    from gpu_zoo.registry import get_spec
+
+    spec = get_spec(env_id)
+    layout = Layout(spec, spec.make_params(**params))
+    shape = layout_launch_shape(layout, num_envs, threads_per_env=threads_per_env)
+    dtypes = {"f64": numba.float64, "f32": numba.float32, "i32": numba.int32, "u8": numba.uint8}
+    sig = tuple(numba.types.Array(dtypes[f.dtype], 1 + len(f.shape), "C") for f in layout.fields.values())
+    return load_kernels(layout, "cuda", shape), sig, shape
+
+
+def _ptx(module, name: str, sig, cc, env_id: str, params: dict) -> str:
+    from numba import cuda
+
+    try:
+        with _compute_capability(cc):
+            return cuda.compile_ptx(getattr(module, name).py_func, sig, cc=cc)[0]
+    except Exception as err:
+        raise CudaCompileError(f"{env_id} {params}: kernel {name!r} does not compile for sm_{cc[0]}{cc[1]}: "
+                               f"{type(err).__name__}: {err}") from err
+
+
+@contextlib.contextmanager
+def _compute_capability(cc):
+    """Device functions ask the current GPU for its compute capability; there is none here."""
+    from numba.cuda import dispatcher
+
+    before = dispatcher.get_current_device
+    dispatcher.get_current_device = lambda: types.SimpleNamespace(compute_capability=cc)
+    try:
+        yield
+    finally:
+        dispatcher.get_current_device = before
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog="python -m gpu_zoo.testing.cuda_compile", description=__doc__.splitlines()[0])
+    ap.add_argument("env_id")
+    ap.add_argument("--params", default="{}", help="JSON object of constructor arguments")
+    ap.add_argument("--num-envs", type=int, default=2000, help="sizes the launch shape")
+    ap.add_argument("--cc", default=f"{CC[0]}.{CC[1]}", help="compute capability (default: Hopper)")
+    ap.add_argument("--json", action="store_true", help="print the PTX sizes as one JSON line")
+    ns = ap.parse_args(argv)
+    cc = tuple(int(x) for x in ns.cc.split("."))
+    sizes = compile_kernels(ns.env_id, ns.num_envs, cc, **json.loads(ns.params))
+    print(json.dumps(sizes) if ns.json else "\n".join(f"{k}: {v} bytes of PTX" for k, v in sizes.items()))
+
+
+if __name__ == "__main__":
+    main()

@@ -28,6 +28,12 @@ def get_spec(env_id: str) -> EnvSpec:
     return getattr(importlib.import_module(module), attr)
 
 
+def entry(env_id: str) -> str:
+    """The ``"module:attribute"`` of ``env_id``'s spec: what another process registers to find it."""
+    get_spec(env_id)
+    return _ENTRIES[env_id]
+
+
 def register(env_id: str, target: str):
     """Registers a user env: ``register("my_env_v0", "my_pkg.my_env:SPEC")``."""
     if env_id in _ENTRIES and _ENTRIES[env_id] != target:

@@ -46,13 +46,22 @@ def compile_kernels(env_id: str, num_envs: int = 2000, cc: tuple[int, int] = CC,
 
     if not simulator_enabled():
         return _compile_all(env_id, num_envs, cc, params)
+    from gpu_zoo.registry import entry
+
+    # the same imports as this process (a user's env module among them) and its registration
     env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
+    env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
     cmd = [sys.executable, "-m", "gpu_zoo.testing.cuda_compile", env_id, "--num-envs", str(num_envs),
-           "--cc", f"{cc[0]}.{cc[1]}", "--params", json.dumps(params), "--json"]
+           "--cc", f"{cc[0]}.{cc[1]}", "--params", json.dumps(params), "--register", entry(env_id), "--json"]
+    env["NUMBA_DISABLE_ERROR_MESSAGE_HIGHLIGHTING"] = "1"
     done = subprocess.run(cmd, capture_output=True, text=True, env=env)
-    if done.returncode:
-        raise CudaCompileError(f"{env_id} {params}: the CUDA compile failed:\n{done.stderr[-4000:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    lines = done.stdout.strip().splitlines()
+    result = json.loads(lines[-1]) if lines and lines[-1].startswith("{") else None
+    if done.returncode or result is None:
+        if result and "error" in result:
+            raise CudaCompileError(result["error"])
+        raise CudaCompileError(f"{env_id} {params}: the compiling process failed:\n{done.stderr[-4000:]}")
+    return result
 
 
 def kernel_ptx(env_id: str, name: str = "step", num_envs: int = 2000, cc: tuple[int, int] = CC,
@@ -125,9 +134,21 @@ def main(argv=None):
     ap.add_argument("--num-envs", type=int, default=2000, help="sizes the launch shape")
     ap.add_argument("--cc", default=f"{CC[0]}.{CC[1]}", help="compute capability (default: Hopper)")
     ap.add_argument("--json", action="store_true", help="print the PTX sizes as one JSON line")
+    ap.add_argument("--register", default=None, metavar="MODULE:ATTRIBUTE",
+                    help="the spec of an env this process does not know (a user's)")
     ns = ap.parse_args(argv)
+    if ns.register:
+        from gpu_zoo.registry import register
+
+        register(ns.env_id, ns.register)
     cc = tuple(int(x) for x in ns.cc.split("."))
-    sizes = compile_kernels(ns.env_id, ns.num_envs, cc, **json.loads(ns.params))
+    try:
+        sizes = compile_kernels(ns.env_id, ns.num_envs, cc, **json.loads(ns.params))
+    except CudaCompileError as err:
+        if not ns.json:
+            raise
+        print(json.dumps({"error": str(err)}))
+        sys.exit(1)
     print(json.dumps(sizes) if ns.json else "\n".join(f"{k}: {v} bytes of PTX" for k, v in sizes.items()))
 
 

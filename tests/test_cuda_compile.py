@@ -1,0 +1,33 @@
+"""Every env's CUDA kernels compiled for real (NVVM, no GPU): what the simulator's plain Python cannot catch."""
+
+import os
+
+import pytest
+
+import gpu_zoo
+from gpu_zoo.testing import CudaCompileError, compile_kernels, nvvm_available
+
+
+@pytest.fixture(scope="module", autouse=True)
+def nvvm():
+    if not nvvm_available():
+        if os.environ.get("GPU_ZOO_REQUIRE_REFERENCES") == "1":
+            pytest.fail("NVVM is missing: make test installs nvidia-cuda-nvcc-cu12 and nvidia-cuda-nvrtc-cu12")
+        pytest.skip("needs NVVM: pip install nvidia-cuda-nvcc-cu12 nvidia-cuda-nvrtc-cu12")
+
+
+@pytest.mark.parametrize("env_id", gpu_zoo.registered_envs())
+def test_every_registered_env_compiles_for_a_gpu(env_id):
+    sizes = compile_kernels(env_id)
+    assert {"reset"} < set(sizes) and ("step" in sizes or "step_observe" in sizes)
+    assert all(n > 1000 for n in sizes.values())
+
+
+def test_a_kernel_that_only_the_simulator_runs_is_named(monkeypatch):
+    # registered for this test alone: the registry-wide tests must not meet it
+    monkeypatch.setitem(gpu_zoo.registry._ENTRIES, "cuda_only_error_v0", "tests.cuda_only_error_env:SPEC")
+    env = gpu_zoo.make("cuda_only_error_v0", num_envs=2, device="cpu", target="cuda")  # the simulator runs it
+    env.reset(seed=0)
+    env.step(env.sample_actions())
+    with pytest.raises(CudaCompileError, match="cuda_only_error_v0 .*kernel 'step' does not compile for sm_90"):
+        compile_kernels("cuda_only_error_v0")

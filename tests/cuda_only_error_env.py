@@ -1,4 +1,8 @@
-"""An env that runs on the CPU and under the CUDA simulator but that CUDA cannot compile: a phase allocates."""
+"""A defective env: its observations leave their declared space, and CUDA cannot compile its step.
+
+Its step phase calls NumPy's random generator, which no CUDA kernel has. It runs on the CPU
+and under the CUDA simulator, which is what `gpu_zoo.testing.check_env` is for.
+"""
 
 from dataclasses import dataclass
 
@@ -17,7 +21,8 @@ class Params:
 
 
 def groups(p: Params):
-    return (Group("walker", p.num_walkers, (ObsBlock("position", 1, "own cell"),), gymnasium.spaces.Discrete(2)),)
+    obs = (ObsBlock("position", 1, "own cell"),)  # declared within [0, 1]; walkers walk to max_cycles
+    return (Group("walker", p.num_walkers, obs, gymnasium.spaces.Discrete(2), obs_low=0.0, obs_high=1.0),)
 
 
 def fields(p: Params):
@@ -31,9 +36,8 @@ def spawn(s, p, e, a):
 
 @kernel_fn
 def move(s, p, e, a):
-    steps = np.zeros(2, dtype=np.int32)  # a heap array: no such thing in a CUDA kernel
-    steps[1] = 1
-    s.pos[e, a] += steps[s.act_walker[e, a]]
+    if np.random.random() < 2.0:  # always: but a CUDA kernel has no NumPy random generator
+        s.pos[e, a] += s.act_walker[e, a]
 
 
 @kernel_fn
@@ -41,5 +45,10 @@ def observe(s, p, e, a, i):
     return np.float32(s.pos[e, a])
 
 
+def render(state: dict, p: Params, size: int = 64) -> np.ndarray:
+    return np.zeros((size, size, 3), np.uint8)
+
+
 SPEC = EnvSpec(id="cuda_only_error_v0", params=Params, groups=groups, fields=fields, reset=(PerAgent(spawn),),
-               step=(PerAgent(move),), observe=(PerObs(observe),), module=__name__)
+               step=(PerAgent(move),), observe=(PerObs(observe),), render=render,
+               module=__name__)

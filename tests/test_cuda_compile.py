@@ -26,8 +26,9 @@ def test_every_registered_env_compiles_for_a_gpu(env_id):
 def test_a_kernel_that_only_the_simulator_runs_is_named(monkeypatch):
     # registered for this test alone: the registry-wide tests must not meet it
     monkeypatch.setitem(gpu_zoo.registry._ENTRIES, "cuda_only_error_v0", "tests.cuda_only_error_env:SPEC")
-    env = gpu_zoo.make("cuda_only_error_v0", num_envs=2, device="cpu", target="cuda")  # the simulator runs it
-    env.reset(seed=0)
-    env.step(env.sample_actions())
+    for target in ("cpu", "cuda"):  # the CPU and the simulator run it
+        env = gpu_zoo.make("cuda_only_error_v0", num_envs=2, device="cpu", target=target)
+        env.reset(seed=0)
+        env.step(env.sample_actions())
     with pytest.raises(CudaCompileError, match="cuda_only_error_v0 .*kernel 'step' does not compile for sm_90"):
         compile_kernels("cuda_only_error_v0")

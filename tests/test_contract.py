@@ -196,6 +196,8 @@ def test_cuda_without_a_gpu_is_refused_with_the_fix():
     ("gather_trade_build_v0", dict(resource_regen_prob=2.0), ValueError, "resource_regen_prob must be in"),
     ("gather_trade_build_v0", dict(energy_cost=float("nan")), TypeError, "energy_cost must be a finite number"),
     ("gather_trade_build_v0", dict(starting_agent_coin=-1.0), ValueError, "starting_agent_coin must be >= 0"),
+    ("gather_trade_build_v0", dict(build_payment=0.0), ValueError, "build_payment must be > 0"),
+    ("tag_gridworld_v0", dict(wall_hit_penalty=3.5e38), TypeError, "within float32's range"),
     ("simple_tag_v3", dict(continuous_actions=1), TypeError, "continuous_actions must be a bool"),
     ("simple_tag_v3", dict(autoreset="no"), TypeError, "autoreset must be a bool"),
 ])

@@ -251,11 +251,14 @@ class BatchedEnv:
         if set(actions) != set(self.groups):
             raise ValueError(f"actions must have exactly the groups {sorted(self.groups)}, got {sorted(actions)}")
         for name, value in actions.items():  # every group checked before any is written: a refusal changes nothing
-            self._check_group_actions(name, value)
+            self.check_actions(name, value)
         for name, value in actions.items():
             self.actions[name].copy_(value)
 
-    def _check_group_actions(self, name: str, value):
+    def check_actions(self, name: str, value):
+        """Raises ValueError, naming what is expected, unless ``value`` is a valid action tensor for group ``name``."""
+        if name not in self.actions:
+            raise ValueError(f"unknown group {name!r}; expected one of {list(self.groups)}")
         dst, gi = self.actions[name], self.layout.groups[name]
         if not isinstance(value, torch.Tensor):
             raise ValueError(f"actions[{name!r}] must be a torch.Tensor, got {type(value).__name__}")

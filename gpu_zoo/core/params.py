@@ -14,7 +14,9 @@ class ParamTypeError(TypeError, ValueError):
     """A param of the wrong type: a TypeError, and a ValueError as the envs' own checks raise, for callers of either."""
 
 
-_NAMES = {bool: "a bool", int: "an int", float: "a finite number", str: "a string", type(None): "None"}
+FLOAT32_MAX = float(np.finfo(np.float32).max)  # float params are float32 in the kernels' state
+_NAMES = {bool: "a bool", int: "an int", float: f"a finite number within float32's range (|x| <= {FLOAT32_MAX:.4g})",
+          str: "a string", type(None): "None"}
 
 
 def _accepts(kind, value):
@@ -28,7 +30,8 @@ def _accepts(kind, value):
     if kind is int:
         return (True, int(value)) if isinstance(value, int | np.integer) else (False, None)
     if kind is float:
-        if isinstance(value, int | float | np.integer | np.floating) and math.isfinite(value):
+        if isinstance(value, int | float | np.integer | np.floating) and math.isfinite(value) \
+                and abs(float(value)) <= FLOAT32_MAX:
             return True, float(value)
         return False, None
     if kind is str:
@@ -46,7 +49,7 @@ def checked(cls, values: dict) -> dict:
     """``values`` for fields of the params dataclass ``cls``, each checked against its annotation.
 
     A ``bool`` field takes bools (NumPy's too), an ``int`` field integers but not bools, a
-    ``float`` field finite real numbers (stored as float), a ``str`` field strings; ``X | None``
+    ``float`` field finite real numbers within float32's range (stored as float), a ``str`` field strings; ``X | None``
     also takes None. Returns the values as stored; a wrong one raises `ParamTypeError` (a
     TypeError and a ValueError) naming the field, what it takes and what it got.
     """

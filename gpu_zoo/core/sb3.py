@@ -57,9 +57,18 @@ class SB3VecEnv(VecEnv):
 
     def step_wait(self):
         env, g = self.env, self.group
+        mine = np.asarray(self._actions)
+        want = (self.num_envs, *env.actions[g].shape[2:])
+        if mine.shape != want:
+            raise ValueError(f"actions must have shape {want} (one row per agent of group {g!r} in every env), "
+                             f"got {mine.shape}")
+        try:
+            mine = torch.as_tensor(mine, device=env.device).reshape(env.actions[g].shape)
+        except TypeError as err:
+            raise ValueError(f"actions must be numbers for {env.single_action_space(g)}, got {mine.dtype}") from err
+        env.check_actions(g, mine)  # before the other groups draw theirs: a refused step draws nothing
         acts = {name: self.other_policy(env, name) for name in env.groups if name != g}
-        mine = torch.as_tensor(np.asarray(self._actions), device=env.device)
-        acts[g] = mine.reshape(env.actions[g].shape)
+        acts[g] = mine
         obs, rew, term, trunc, info = env.step(acts)
         o, r = self._flat(obs[g]), self._flat(rew[g])
         te, tr = self._flat(term[g]), self._flat(trunc[g])

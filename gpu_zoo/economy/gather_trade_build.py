@@ -331,13 +331,16 @@ class EconomyParams:
         for name, lo, hi in (("resource_regen_prob", 0.0, 1.0), ("random_water", 0.0, 1.0), ("random_wood", 0.0, 1.0),
                              ("random_stone", 0.0, 1.0), ("isoelastic_eta", 0.0, 1.0),
                              ("mixing_weight_gini_vs_coin", 0.0, 1.0), ("starting_agent_coin", 0.0, None),
-                             ("build_payment", 0.0, None), ("payment_max_skill_multiplier", 1.0, None),
+                             ("payment_max_skill_multiplier", 1.0, None),
                              ("build_labor", 0.0, None), ("move_labor", 0.0, None), ("collect_labor", 0.0, None),
                              ("order_labor", 0.0, None), ("energy_cost", 0.0, None),
                              ("energy_warmup_constant", 0.0, None)):
             v = getattr(self, name)
             if not (lo <= v and (hi is None or v <= hi)):
                 raise ValueError(f"{name} must be {f'in [{lo}, {hi}]' if hi is not None else f'>= {lo}'}, got {v!r}")
+        if not self.build_payment > 0:  # the AI Economist takes 0, and its workers then observe NaN
+            raise ValueError(f"build_payment must be > 0: each worker observes its payment over it, got "
+                             f"{self.build_payment!r}")
         if self.random_water + self.random_wood + self.random_stone > 0.9:
             raise ValueError("random_water + random_wood + random_stone must leave room to stand (at most 0.9)")
         if self.fixed_four_skill_and_loc:

@@ -83,3 +83,33 @@ def test_sb3_vecenv_reports_episode_ends():
             if infos[i]["TimeLimit.truncated"]:
                 assert infos[i]["terminal_observation"][time_idx] == 1.0 and obs[i][time_idx] == 0.0
     assert ended.all(), "every episode ends by the time limit at the latest"
+
+
+def test_maskable_ppo_trains_the_economys_workers_and_never_takes_a_masked_action():
+    """sb3-contrib's MaskablePPO through the VecEnv's action_masks: each step's actions inside that step's masks."""
+    sb3_contrib = reference("sb3_contrib")
+    import gpu_zoo
+    from gpu_zoo.core.sb3 import SB3VecEnv
+
+    batched = gpu_zoo.make("gather_trade_build_v0", num_envs=4, device="cpu", **PZ_CONFIGS["gather_trade_build_v0"])
+    venv = SB3VecEnv(batched, "worker")
+    assert venv.has_attr("action_masks")
+    assert not SB3VecEnv(gpu_zoo.make("tag_gridworld_v0", num_envs=2, device="cpu", **GRID_SMALL),
+                         "tagger").has_attr("action_masks")
+    masks = venv.action_masks()
+    assert masks.shape == (venv.num_envs, venv.action_space.n) and masks.dtype == bool
+    assert all(np.array_equal(a, b) for a, b in zip(venv.env_method("action_masks"), masks, strict=True))
+    inside, blocked = [], []
+    step_async = venv.step_async
+
+    def checked(actions):
+        now = venv.action_masks()
+        inside.append(bool(now[np.arange(len(actions)), actions].all()))
+        blocked.append(not now.all())
+        step_async(actions)
+
+    venv.step_async = checked
+    model = sb3_contrib.MaskablePPO("MlpPolicy", venv, n_steps=16, batch_size=64, n_epochs=1, verbose=0, seed=0)
+    model.learn(total_timesteps=3 * 16 * venv.num_envs)
+    assert len(inside) >= 48 and all(inside), "a masked action was taken"
+    assert any(blocked), "the masks forbade something, or this would prove nothing"

@@ -84,6 +84,21 @@ class SB3VecEnv(VecEnv):
     def close(self):
         pass
 
+    def action_masks(self) -> np.ndarray:
+        """The group's action masks, ``(num_envs, mask_size)`` bools in SB3's layout (sb3-contrib's MaskablePPO).
+
+        One row per slot (agent of an env); for MultiDiscrete actions the dimensions' masks side by side.
+        """
+        masks = self.env.action_masks
+        if self.group not in masks:
+            raise AttributeError(f"group {self.group!r} of {self.env.spec.id} has no action masks")
+        return masks[self.group].reshape(self.num_envs, -1).cpu().numpy()
+
+    def has_attr(self, attr_name) -> bool:
+        if attr_name == "action_masks":  # what MaskablePPO asks before it masks
+            return self.group in self.env.action_masks
+        return super().has_attr(attr_name)
+
     def get_attr(self, attr_name, indices=None):
         return [getattr(self.env, attr_name)] * len(list(self._get_indices(indices)))
 
@@ -91,6 +106,9 @@ class SB3VecEnv(VecEnv):
         raise AttributeError("SB3VecEnv slots share one batched env: set attributes on SB3VecEnv.env")
 
     def env_method(self, method_name, *method_args, indices=None, **method_kwargs):
+        if method_name == "action_masks":  # each slot's own row, as a VecEnv of single envs answers
+            rows = self.action_masks()
+            return [rows[i] for i in self._get_indices(indices)]
         return [getattr(self.env, method_name)(*method_args, **method_kwargs)]
 
     def env_is_wrapped(self, wrapper_class, indices=None):

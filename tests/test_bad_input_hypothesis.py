@@ -18,7 +18,9 @@ from gpu_zoo.core.sb3 import SB3VecEnv
 from tests.helpers import PZ_CONFIGS
 
 ENVS = sorted(PZ_CONFIGS)
-SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+# The same examples on every run, so CI's verdict is the code's (hypothesis --hypothesis-seed=N explores others)
+SETTINGS = settings(max_examples=25, deadline=None, derandomize=True, database=None,
+                    suppress_health_check=[HealthCheck.function_scoped_fixture])
 DTYPES = (np.int8, np.int16, np.int32, np.int64, np.uint8, np.float16, np.float32, np.float64, np.bool_)
 SEED = 4
 

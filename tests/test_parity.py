@@ -9,6 +9,7 @@ import torch
 
 import gpu_zoo
 from gpu_zoo.core.batched import BatchedEnv
+from gpu_zoo.testing.check import assert_same_state
 from tests.helpers import ECON_FIXED, ECON_SAEZ, GRID_SMALL, PZ_CONFIGS, SAEZ_INCOME
 
 CASES = {
@@ -33,17 +34,6 @@ CASES = {
     "economy_fixed": ("gather_trade_build_v0", ECON_FIXED),
     "economy_saez": ("gather_trade_build_v0", ECON_SAEZ),
 }
-
-
-def assert_same_state(cpu: BatchedEnv, other: BatchedEnv, where: str):
-    for name, a in cpu.buffers.raw.items():
-        if name in cpu.layout.scratch_fields:
-            continue
-        b = other.buffers.raw[name].cpu()
-        if a.is_floating_point():
-            torch.testing.assert_close(b, a, rtol=1e-5, atol=2e-5, msg=lambda m, n=name: f"{where}, field {n}: {m}")
-        else:
-            assert torch.equal(a, b), f"{where}, field {name}: {a} != {b}"
 
 
 @pytest.mark.parametrize("case", sorted(CASES))

@@ -25,8 +25,9 @@ def save(trainer, path: Path, env_state: bool = True):
     optimisers (equal on every rank) and each rank's own part: env, random streams, accumulators.
     """
     own = _rank_state(trainer, env_state)
-    parts = distributed.gather({k: v.cpu() if torch.is_tensor(v) else v for k, v in own.items()}
-                               if trainer.world.distributed else own, trainer.world)
+    parts = [own]
+    if trainer.world.distributed:  # the other ranks' parts travel pickled, through the CPU
+        parts = distributed.gather({k: v.cpu() if torch.is_tensor(v) else v for k, v in own.items()}, trainer.world)
     if not trainer.world.main:
         return
     state = {"args": dataclasses.asdict(trainer.args), "iteration": trainer.iteration, "seconds": trainer.seconds,

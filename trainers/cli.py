@@ -16,6 +16,7 @@ import json
 import sys
 
 import torch
+from torch.distributed.elastic.multiprocessing.errors import record
 
 from trainers.config import PRESETS, RUN_CONTROL, Args, changed_settings, field_docs, preset, with_overrides
 
@@ -107,6 +108,7 @@ def cmd_presets() -> int:
     return 0
 
 
+@record  # under torchrun: a rank's error goes to the file torchrun reads to report the root cause
 def main(argv=None) -> int:
     parser = build_parser()
     ns = parser.parse_args(argv)

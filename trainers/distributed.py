@@ -107,8 +107,8 @@ def average(tensors: list[torch.Tensor], world: World):
     flat = torch.cat([t.reshape(-1) for t in tensors])
     dist.all_reduce(flat)
     flat.div_(world.size)
-    torch._foreach_copy_(tensors, [part.view_as(t) for part, t in zip(flat.split([t.numel() for t in tensors]),
-                                                                      tensors, strict=True)])
+    for t, part in zip(tensors, flat.split([t.numel() for t in tensors]), strict=True):
+        t.copy_(part.view_as(t))
 
 
 def total(t: torch.Tensor, world: World) -> torch.Tensor:

@@ -328,9 +328,8 @@ class Trainer:
     # ----------------------------------------------------------------- rollout
     def rollout(self):
         """Steps every env ``num_steps`` times with the current policies, filling the storage, then values it."""
-        with matmul_precision(self.device):
-            self._run("rollout", self._rollout)
-            self._value_final_observations()
+        self._run("rollout", self._rollout)
+        self._value_final_observations()
 
     def _run(self, name: str, fn):
         """``fn`` eagerly the first time, then, on a GPU with ``cuda_graph``, a replay of its capture.
@@ -388,16 +387,14 @@ class Trainer:
         Their number depends on the rollout, so this runs eagerly after the rollout's replay (one host sync).
         """
         src, nxt = self._critic_inputs
-        for g in self.policies:
-            if g in self.fused:
-                continue
+        for g in (g for g in self.policies if g not in self.fused):
             b = self.buf[g]
             following, stored = b[src][1:], b[nxt][:-1]
             rows = (stored != following).any(-1).view(-1).nonzero().squeeze(1)
             if rows.numel():
-                flat = stored.reshape(-1, stored.shape[-1])
                 values = torch.empty(rows.numel(), device=self.device)
-                self._values(g, flat[rows].contiguous(), values)
+                with matmul_precision(self.device):  # the products the rollout's capture uses
+                    self._values(g, stored.reshape(-1, stored.shape[-1])[rows], values)
                 b["next_value"][:-1].view(-1)[rows] = values
 
     def _layers(self, g: str, net: nn.Sequential, x: torch.Tensor) -> torch.Tensor:

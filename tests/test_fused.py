@@ -18,7 +18,7 @@ from tests.conftest import REAL_CUDA
 from trainers import fused
 from trainers.config import Args
 from trainers.policy import GroupPolicy
-from trainers.ppo import LOSS_STATS, Trainer, compute_gae, forward_bf16, ppo_loss
+from trainers.ppo import LOSS_STATS, InferenceLayers, Trainer, compute_gae, forward_bf16, hidden_bf16, ppo_loss
 
 DEVICE = torch.device("cuda" if REAL_CUDA else "cpu")
 TOL = dict(rtol=1e-4, atol=1e-5)
@@ -277,6 +277,57 @@ def test_a_fused_update_is_the_torch_update(kernels_on_this_device, critic):
     torch.testing.assert_close(first.loss_acc, second.loss_acc, **TOL)
 
 
+@pytest.mark.parametrize("shared_trunk", [False, True])
+@pytest.mark.parametrize("activation", ["tanh", "relu"])
+def test_the_rollouts_inference_layers_are_the_networks_in_bfloat16(activation, shared_trunk):
+    """The rollout's copies of the weights give `forward_bf16`'s logits and values, and follow each refresh."""
+    torch.manual_seed(3)
+    pol = GroupPolicy(11, gymnasium.spaces.MultiDiscrete([4, 3]), 32, activation=activation,
+                      shared_trunk=shared_trunk).to(DEVICE)
+    layers = InferenceLayers(pol)
+    x = torch.randn(2, 50, 11, generator=torch.Generator().manual_seed(1)).to(DEVICE)
+    for _ in range(2):
+        layers.refresh()
+        logits, values = layers(x)
+        want = forward_bf16(pol.actor, x).detach()
+        assert logits.dtype == torch.float32 and logits.shape == want.shape
+        torch.testing.assert_close(logits, want, rtol=2e-2, atol=2e-2)
+        if shared_trunk:
+            h = hidden_bf16(pol.trunk, x)
+            torch.testing.assert_close(values, pol.value_head(h.float()).squeeze(-1).detach(), rtol=2e-2, atol=2e-2)
+        else:
+            assert values is None
+        with torch.no_grad():  # an update moves the weights: the next refresh must see them
+            for p in pol.parameters():
+                p.mul_(-1.5)
+
+
+@pytest.mark.parametrize("activation", ["tanh", "relu"])
+def test_a_shared_trunk_values_in_the_rollout_and_updates_as_the_torch_path(monkeypatch, activation):
+    """A shared trunk's drawn rollout stores the values its steps computed; its update is the torch path's."""
+    monkeypatch.setattr(fused, "available", lambda device: True)
+    first = Trainer(tiny("simple_tag_v3", ent_coef=0.05, shared_trunk=True, activation=activation))
+    assert first.fused == () and first.drawn == first.valued_in_step == tuple(first.policies)
+    second = Trainer(dataclasses.replace(first.args, fused=False))
+    assert not second.recorded
+    second.policies.load_state_dict(first.policies.state_dict())
+    first.rollout()
+    for g, b in first.buf.items():
+        pol = first.policies[g]
+        assert (b["next_obs"][:-1] != b["obs"][1:]).any(), "episodes ended inside the rollout"
+        torch.testing.assert_close(b["value"], pol.value(b["obs"]).detach(), **TOL)
+        torch.testing.assert_close(b["next_value"], pol.value(b["next_obs"]).detach(), **TOL)
+        for k, v in b.items():
+            second.buf[g][k].copy_(v)
+    for trainer in (first, second):
+        torch.manual_seed(5)
+        trainer.update()
+    for g in first.policies:
+        for (name, a), b in zip(first.policies[g].named_parameters(), second.policies[g].parameters(), strict=True):
+            torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5, msg=lambda m, name=f"{g}.{name}": f"{name}: {m}")
+    torch.testing.assert_close(first.loss_acc, second.loss_acc, **TOL)
+
+
 def test_bf16_layers_keep_the_networks_and_the_update(monkeypatch):
     """A wide network's bfloat16 hidden layers: outputs and gradients near float32's, the update's losses too."""
     net = policy(11, gymnasium.spaces.Discrete(5)).actor
@@ -301,6 +352,8 @@ def test_bf16_layers_keep_the_networks_and_the_update(monkeypatch):
         for k, v in b.items():
             full.buf[g][k].copy_(v)
         torch.testing.assert_close(b["value"], full.policies[g].value(b["obs"]).detach(), rtol=2e-2, atol=2e-2)
+        _, logp, _, _ = full.policies[g].act(b["obs"], b["act"].long())  # drawn from the rollout's bf16 copies
+        torch.testing.assert_close(b["logp"], logp.detach(), rtol=2e-2, atol=2e-2)
     for trainer in (half, full):
         torch.manual_seed(5)
         trainer.update()

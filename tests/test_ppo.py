@@ -458,3 +458,46 @@ def test_a_centralised_critic_learns(tmp_path):
     assert trained > random + 3.0, (trained, random)
     with pytest.raises(ValueError, match="critic must be"):
         Args(critic="global")
+
+
+@pytest.mark.parametrize("activation", ["tanh", "relu"])
+def test_a_shared_trunk_is_one_network_under_two_heads(activation):
+    """Both heads read one trunk: each parameter once, the value and the logits from the same features."""
+    import gymnasium
+
+    from trainers.policy import GroupPolicy
+
+    torch.manual_seed(0)
+    pol = GroupPolicy(7, gymnasium.spaces.Discrete(5), 16, activation=activation, shared_trunk=True)
+    names = [n for n, _ in pol.named_parameters()]
+    assert names == ["trunk.0.weight", "trunk.0.bias", "trunk.2.weight", "trunk.2.bias", "policy_head.weight",
+                     "policy_head.bias", "value_head.weight", "value_head.bias"]
+    assert list(pol.state_dict()) == names
+    kind = torch.nn.ReLU if activation == "relu" else torch.nn.Tanh
+    assert isinstance(pol.trunk[1], kind) and pol.actor[0] is pol.critic[0] is pol.trunk[0]
+    obs = torch.randn(9, 7)
+    action, logp, entropy, value = pol.act(obs)
+    h = pol.trunk(obs)
+    torch.testing.assert_close(value, pol.value_head(h).squeeze(-1))
+    torch.testing.assert_close(pol.value(obs), value)
+    want = torch.distributions.Categorical(logits=pol.policy_head(h))
+    torch.testing.assert_close(logp, want.log_prob(action))
+    torch.testing.assert_close(entropy, want.entropy())
+    pol.to(torch.float64)  # the actor and critic views follow the modules
+    assert pol.actor[-1].weight.dtype == pol.critic[0].weight.dtype == torch.float64
+
+
+def test_a_shared_trunk_trains_and_refuses_what_it_cannot_be(tmp_path):
+    args = tiny_args(tmp_path / "a", shared_trunk=True, activation="relu")
+    trainer = train(args)
+    assert trainer.iteration == args.iterations
+    with pytest.raises(ValueError, match="critic='local'"):
+        tiny_args(tmp_path, shared_trunk=True, critic="state")
+    with pytest.raises(ValueError, match="activation must be"):
+        tiny_args(tmp_path, activation="gelu")
+    separate = train(tiny_args(tmp_path / "b"))
+    with pytest.raises(ValueError, match="does not fit this run's"):  # two networks do not load into one trunk
+        Trainer(tiny_args(tmp_path / "c", shared_trunk=True, init_from=str(tmp_path / "b" / "checkpoint.pt")))
+    per_group = Trainer(tiny_args(tmp_path / "d", group_settings={"runner": {"shared_trunk": True}}))
+    assert per_group.policies["runner"].shared_trunk and not per_group.policies["tagger"].shared_trunk
+    assert separate.policies["tagger"].actor[0] is not separate.policies["tagger"].critic[0]

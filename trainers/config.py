@@ -64,6 +64,12 @@ class Args:
     """gradient clipping"""
     hidden: int = 64
     """width of the two hidden layers"""
+    activation: str = "tanh"
+    """the hidden layers' nonlinearity: "tanh" or "relu" (WarpDrive's models)"""
+    shared_trunk: bool = False
+    """one trunk of hidden layers under a policy head and a value head, as WarpDrive's fully connected model and
+    CleanRL's Atari agent, instead of separate actor and critic networks: half the layers to run. Needs
+    critic="local" (the trunk reads the agent's observation)"""
     critic: str = "local"
     """what each group's critic sees: "local", the agent's own observation (IPPO), or "state", the env's global
     state (every agent's observation, the PettingZoo state()) and the agent's one-hot index in its group (MAPPO)"""
@@ -126,6 +132,11 @@ class Args:
             raise ValueError(f"ent_coef_final needs ent_anneal_env_steps >= 1, got {self.ent_anneal_env_steps!r}")
         if self.critic not in ("local", "state"):
             raise ValueError(f"critic must be 'local' (IPPO) or 'state' (MAPPO), got {self.critic!r}")
+        if self.activation not in ("tanh", "relu"):
+            raise ValueError(f"activation must be 'tanh' or 'relu', got {self.activation!r}")
+        if self.shared_trunk and self.critic != "local":
+            raise ValueError("shared_trunk reads the agent's observation, so it needs critic='local', "
+                             f"got critic={self.critic!r}")
         if self.eval_episodes < 0 or self.torch_threads < 0:
             raise ValueError(f"eval_episodes and torch_threads must be >= 0, got {self.eval_episodes}, "
                              f"{self.torch_threads}")
@@ -187,8 +198,8 @@ class Args:
 
 
 GROUP_SETTINGS = ("learning_rate", "ent_coef", "ent_coef_final", "ent_anneal_env_steps", "norm_adv", "clip_coef",
-                  "vf_coef", "vf_clip", "max_grad_norm", "hidden", "gamma", "gae_lambda", "update_epochs",
-                  "num_minibatches")
+                  "vf_coef", "vf_clip", "max_grad_norm", "hidden", "activation", "shared_trunk", "gamma", "gae_lambda",
+                  "update_epochs", "num_minibatches")
 """What `Args.group_settings` may set per group: the AI Economist trains its planner with a smaller
 learning rate, a larger entropy bonus and wider networks than its workers; a group that acts once
 per period (the planner) may want its own credit horizon, and fewer passes over a batch in which

@@ -12,9 +12,17 @@ from torch.distributions import Categorical, Normal
 MASKED_LOGIT = -1e9
 
 
-def mlp(inp: int, hidden: int, out: int) -> nn.Sequential:
-    return nn.Sequential(nn.Linear(inp, hidden), nn.Tanh(), nn.Linear(hidden, hidden), nn.Tanh(),
-                         nn.Linear(hidden, out))
+ACTIVATIONS = {"tanh": nn.Tanh, "relu": nn.ReLU}
+
+
+def hidden_layers(inp: int, hidden: int, activation: str = "tanh") -> nn.Sequential:
+    """Two ``hidden``-wide layers, each followed by ``activation`` (a key of `ACTIVATIONS`)."""
+    act = ACTIVATIONS[activation]
+    return nn.Sequential(nn.Linear(inp, hidden), act(), nn.Linear(hidden, hidden), act())
+
+
+def mlp(inp: int, hidden: int, out: int, activation: str = "tanh") -> nn.Sequential:
+    return nn.Sequential(*hidden_layers(inp, hidden, activation), nn.Linear(hidden, out))
 
 
 class GroupPolicy(nn.Module):
@@ -25,11 +33,26 @@ class GroupPolicy(nn.Module):
         space: the group's single-agent action space.
         hidden: width of the two hidden layers of the actor and of the critic.
         critic_size: length of the critic's input (default ``obs_size``; a centralised critic's is larger).
+        activation: the hidden layers' nonlinearity, ``"tanh"`` or ``"relu"``.
+        shared_trunk: one trunk of hidden layers under a policy head and a value head, as WarpDrive's
+            fully connected model and CleanRL's Atari agent have, instead of two networks: half the
+            layers to run, and the two losses shape one set of features. Its critic sees the
+            observation.
+
+    ``actor`` and ``critic`` are the two networks as `nn.Sequential` either way (with a shared
+    trunk both hold the trunk's layers), so code that runs one of them needs no case.
     """
 
-    def __init__(self, obs_size: int, space: gymnasium.spaces.Space, hidden: int, critic_size: int | None = None):
+    def __init__(self, obs_size: int, space: gymnasium.spaces.Space, hidden: int, critic_size: int | None = None,
+                 activation: str = "tanh", shared_trunk: bool = False):
         super().__init__()
+        if activation not in ACTIVATIONS:
+            raise ValueError(f"activation must be one of {sorted(ACTIVATIONS)}, got {activation!r}")
+        if shared_trunk and critic_size not in (None, obs_size):
+            raise ValueError(f"a shared trunk reads the observation ({obs_size} values): its critic cannot see "
+                             f"another input ({critic_size} values)")
         self.space = space
+        self.shared_trunk = shared_trunk
         if isinstance(space, gymnasium.spaces.Discrete):
             self.splits, out = [int(space.n)], int(space.n)
         elif isinstance(space, gymnasium.spaces.MultiDiscrete):
@@ -44,8 +67,16 @@ class GroupPolicy(nn.Module):
             self.register_buffer("high", torch.as_tensor(space.high))
         else:
             raise ValueError(f"GroupPolicy takes Discrete, flat MultiDiscrete or 1-d Box actions, got {space}")
-        self.actor = mlp(obs_size, hidden, out)
-        self.critic = mlp(critic_size or obs_size, hidden, 1)
+        if shared_trunk:
+            self.trunk = hidden_layers(obs_size, hidden, activation)
+            self.policy_head, self.value_head = nn.Linear(hidden, out), nn.Linear(hidden, 1)
+            # views, not submodules: the state dict names each parameter once, as trunk or head, and a
+            # checkpoint of two separate networks does not load into these
+            object.__setattr__(self, "actor", nn.Sequential(*self.trunk, self.policy_head))
+            object.__setattr__(self, "critic", nn.Sequential(*self.trunk, self.value_head))
+        else:
+            self.actor = mlp(obs_size, hidden, out, activation)
+            self.critic = mlp(critic_size or obs_size, hidden, 1, activation)
 
     def value(self, obs: torch.Tensor) -> torch.Tensor:
         return self.critic(obs).squeeze(-1)
@@ -59,19 +90,23 @@ class GroupPolicy(nn.Module):
         pass the mask an action was sampled under to recompute its log-probability.
         ``critic_obs`` is the critic's input where it is not the observation (a centralised critic).
         """
-        action, logp, entropy = self._actor(obs, action, mask, greedy, with_entropy=True)
-        return action, logp, entropy, self.value(obs if critic_obs is None else critic_obs)
+        if self.shared_trunk:  # the trunk once, for both heads
+            h = self.trunk(obs)
+            out, value = self.policy_head(h), self.value_head(h).squeeze(-1)
+        else:
+            out, value = self.actor(obs), self.value(obs if critic_obs is None else critic_obs)
+        action, logp, entropy = self.draw(out, action, mask, greedy, with_entropy=True)
+        return action, logp, entropy, value
 
     def sample(self, obs: torch.Tensor, mask: torch.Tensor | None = None, greedy: bool = False):
         """(action, log-prob) from the actor alone, as `act` draws them.
 
         A rollout step or an evaluation needs no value (and a centralised critic's input is not the observation).
         """
-        return self._actor(obs, None, mask, greedy, with_entropy=False)[:2]
+        return self.draw(self.actor(obs), None, mask, greedy, with_entropy=False)[:2]
 
-    def _actor(self, obs, action, mask, greedy: bool, with_entropy: bool):
-        """(action, log-prob, entropy or None): the action drawn (or given) and its log-probability."""
-        out = self.actor(obs)
+    def draw(self, out: torch.Tensor, action=None, mask=None, greedy: bool = False, with_entropy: bool = True):
+        """(action, log-prob, entropy or None) from the actor's output ``out``: the action drawn (or given)."""
         if self.splits is None:
             if mask is not None:
                 raise ValueError("action masks apply to Discrete and MultiDiscrete groups, not Box ones")

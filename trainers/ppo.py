@@ -65,13 +65,21 @@ def forward_bf16(net: nn.Sequential, x: torch.Tensor) -> torch.Tensor:
     """``net(x)`` for a `trainers.policy.mlp`, its hidden layers' products and activations in bfloat16.
 
     The output layer multiplies the bfloat16 activations by a bfloat16 copy of its weights and
-    accumulates in float32 (`_Float32Output`), so logits and values keep float32's precision;
+    accumulates in float32 (`output_float32`), so logits and values keep float32's precision;
     parameters and their gradients stay float32. Half the bytes of float32 activations, where an
     update over millions of rows of 256-wide layers is bound by them.
     """
+    return output_float32(net[-1], hidden_bf16(net[:-1], x))
+
+
+def hidden_bf16(layers: nn.Module, x: torch.Tensor) -> torch.Tensor:
+    """``layers(x)`` in bfloat16: products and activations (`forward_bf16`'s hidden layers)."""
     with torch.autocast(x.device.type, dtype=torch.bfloat16, cache_enabled=False):
-        h = net[:-1](x)
-    last = net[-1]
+        return layers(x)
+
+
+def output_float32(last: nn.Linear, h: torch.Tensor) -> torch.Tensor:
+    """``last(h)`` in float32 from bfloat16 ``h`` (`_Float32Output`)."""
     if not h.is_cuda:  # float32 products of bfloat16 operands are a CUDA kernel
         return last(h.float())
     y = _Float32Output.apply(h.reshape(-1, h.shape[-1]), last.weight, last.bias)
@@ -95,6 +103,49 @@ class _Float32Output(torch.autograd.Function):
         h, w = ctx.saved_tensors
         g = grad.to(torch.bfloat16)
         return g @ w, torch.mm(g.t(), h, out_dtype=torch.float32), grad.sum(0)
+
+
+class InferenceLayers:
+    """A wide group's actor for the rollout's steps, from bfloat16 copies of its weights taken once per rollout.
+
+    The same products as `forward_bf16` (bfloat16 operands, the output accumulated in float32), but a
+    step at a few thousand rows is bound by its kernel count, not its bytes: the weights' casts run
+    once per rollout instead of once per step, and a ReLU layer is one kernel with its bias and
+    activation in the product's epilogue. With a shared trunk the value head runs on the same
+    features, so a step's values come with its draws.
+    """
+
+    def __init__(self, pol: GroupPolicy):
+        layers = list(pol.trunk) if pol.shared_trunk else list(pol.actor[:-1])
+        self.relu = isinstance(layers[1], nn.ReLU)
+        self.hidden = [m for m in layers if isinstance(m, nn.Linear)]
+        self.heads = [pol.policy_head, pol.value_head] if pol.shared_trunk else [pol.actor[-1]]
+        half = lambda t: torch.empty_like(t, dtype=torch.bfloat16)  # noqa: E731
+        self.copies = [(half(m.weight), half(m.bias)) for m in self.hidden]
+        self.head_weights = [half(m.weight) for m in self.heads]
+
+    def refresh(self):
+        """Copies the current weights (part of the rollout's capture: a replay copies the updated ones)."""
+        for m, (w, b) in zip(self.hidden, self.copies, strict=True):
+            w.copy_(m.weight)
+            b.copy_(m.bias)
+        for m, w in zip(self.heads, self.head_weights, strict=True):
+            w.copy_(m.weight)
+
+    def __call__(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """(logits, values or None) for rows ``x``."""
+        h = x.reshape(-1, x.shape[-1]).to(torch.bfloat16)
+        for w, b in self.copies:
+            # bias and ReLU in the product's kernel (cuBLASLt's epilogue)
+            h = torch._addmm_activation(b, h, w.t()) if self.relu else torch.addmm(b, h, w.t()).tanh_()
+        if h.is_cuda:
+            out = [torch.addmm(m.bias, h, w.t(), out_dtype=torch.float32)
+                   for m, w in zip(self.heads, self.head_weights, strict=True)]
+        else:  # float32 products of bfloat16 operands are a CUDA kernel
+            out = [torch.addmm(m.bias, h.float(), w.float().t()) for m, w in zip(self.heads, self.head_weights,
+                                                                                strict=True)]
+        logits = out[0].view(*x.shape[:-1], -1)
+        return logits, out[1].view(x.shape[:-1]) if len(out) > 1 else None
 
 
 LOSS_STATS = ("pg", "vf", "entropy", "approx_kl", "clipfrac")
@@ -181,9 +232,12 @@ def critic_size(env, group: str, args: Args) -> int:
 
 def make_policies(env, groups, args: Args) -> nn.ModuleDict:
     """One `GroupPolicy` per group in ``groups``, each as wide as its settings say, on the env's device."""
-    return nn.ModuleDict({g: GroupPolicy(env.single_observation_space(g).shape[0], env.single_action_space(g),
-                                         args.for_group(g).hidden, critic_size(env, g, args))
-                          for g in groups}).to(env.device)
+    def policy(g: str) -> GroupPolicy:
+        a = args.for_group(g)
+        return GroupPolicy(env.single_observation_space(g).shape[0], env.single_action_space(g), a.hidden,
+                           critic_size(env, g, args), activation=a.activation, shared_trunk=a.shared_trunk)
+
+    return nn.ModuleDict({g: policy(g) for g in groups}).to(env.device)
 
 
 def make_optimizer(policy: nn.Module, lr: float) -> Adam:
@@ -259,6 +313,9 @@ class Trainer:
         self.fused = tuple(g for g in self._heads if self._fits_kernels(g))
         self.drawn = tuple(g for g in self._heads if g not in self.fused)
         self.half = self.drawn if args.bf16_layers else ()
+        # a shared trunk's rollout step runs both heads on the actor's features: its values come with the draws
+        self.valued_in_step = tuple(g for g in self.drawn if self.policies[g].shared_trunk)
+        self._inference = {g: InferenceLayers(self.policies[g]) for g in self.half}
         self._critic_inputs = ("critic_obs", "next_critic_obs") if args.critic == "state" else ("obs", "next_obs")
         self.buf = {g: self._storage(g) for g in self.policies}
         T, E = args.num_steps, args.num_envs  # the env's global state at each step and after it (MAPPO)
@@ -288,6 +345,8 @@ class Trainer:
 
     def _fits_kernels(self, g: str) -> bool:
         pol = self.policies[g]  # a Discrete or MultiDiscrete group's
+        if pol.shared_trunk or self.args.for_group(g).activation != "tanh":
+            return False  # the kernels hold two separate tanh networks
         width = max(self.env.single_observation_space(g).shape[0], critic_size(self.env, g, self.args))
         return fused.supported(width, self.args.for_group(g).hidden, pol.logits_size)
 
@@ -350,6 +409,8 @@ class Trainer:
     @torch.no_grad()
     def _rollout(self):
         self._t.zero_()
+        for layers in self._inference.values():
+            layers.refresh()
         for _ in range(self.args.num_steps):
             self._rollout_step()
         critic_inputs = self._critic_inputs
@@ -363,7 +424,8 @@ class Trainer:
         # ones, and `_value_final_observations` then values the rows that differ.
         for g in self.policies:
             b, src, nxt = self.buf[g], *critic_inputs
-            self._values(g, b[src], b["value"])
+            if g not in self.valued_in_step:
+                self._values(g, b[src], b["value"])
             if g in self.fused:  # a kernel's pass over the next observations costs less than finding the final ones
                 self._values(g, b[nxt], b["next_value"])
                 continue
@@ -401,6 +463,15 @@ class Trainer:
         """``net(x)``, an actor's or critic's torch layers; in bfloat16 for the groups in ``self.half``."""
         return forward_bf16(net, x) if g in self.half else net(x)
 
+    def _trunk_and_heads(self, g: str, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """(logits, values) of a shared-trunk group's torch layers: the trunk once, under both heads."""
+        pol = self.policies[g]
+        if g in self.half:
+            h = hidden_bf16(pol.trunk, x)
+            return output_float32(pol.policy_head, h), output_float32(pol.value_head, h).squeeze(-1)
+        h = pol.trunk(x)
+        return pol.policy_head(h), pol.value_head(h).squeeze(-1)
+
     def _rollout_step(self):
         """One step of every env, written to the storage at the step index ``self._t`` (a device tensor).
 
@@ -414,7 +485,15 @@ class Trainer:
         for gi, (g, pol) in enumerate(self.policies.items()):
             b = self.buf[g]
             if g in self._heads:  # the actor's layers in the kernel, or torch's and the draw in the kernel
-                logits = self._layers(g, pol.actor, env.obs[g]) if g in self.drawn else None
+                logits = value = None
+                if g in self._inference:
+                    logits, value = self._inference[g](env.obs[g])
+                elif g in self.valued_in_step:
+                    logits, value = self._trunk_and_heads(g, env.obs[g])
+                elif g in self.drawn:
+                    logits = self._layers(g, pol.actor, env.obs[g])
+                if g in self.valued_in_step:
+                    put(b["value"], t, value)
                 fused.act(pol.actor, env.obs[g], masks.get(g), env.actions[g], b, t, self.counters[1:], self._heads[g],
                           fused.draw_key(self.args.seed, self.rank, gi), logits=logits)
                 continue
@@ -529,12 +608,15 @@ class Trainer:
         The kernel replaces the distributions' many passes over the logits, forward and backward.
         """
         idx, pol = perm[start:start + count], self.policies[g]
-        critic_obs = flat["critic_obs"] if "critic_obs" in flat else flat["obs"]
-        logits = self._layers(g, pol.actor, flat["obs"][idx])
+        if pol.shared_trunk:
+            logits, value = self._trunk_and_heads(g, flat["obs"][idx])
+        else:
+            critic_obs = flat["critic_obs"] if "critic_obs" in flat else flat["obs"]
+            logits = self._layers(g, pol.actor, flat["obs"][idx])
+            value = self._layers(g, pol.critic, critic_obs[idx]).squeeze(-1)
         agents = flat["mask"][idx].sum().clamp_min(1.0)
         dlogits, sums = fused.actor_loss(logits.detach(), perm, start, count, flat, self.ent_coefs[g], self._heads[g],
                                          a.clip_coef, agents.view(1))
-        value = self._layers(g, pol.critic, critic_obs[idx]).squeeze(-1)
         v_loss = value_loss(value, flat["value"][idx], flat["ret"][idx], flat["mask"][idx],
                             agents, a.value_clip)
         self.opts[g].zero_grad()

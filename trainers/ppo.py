@@ -20,8 +20,10 @@ metrics accumulate there and are read every ``log_every`` iterations.
   device tensors the graph reads. Triton kernels (`trainers.fused`) write every group's storage
   and compute its GAE. Groups with Discrete or MultiDiscrete actions draw their actions in a
   kernel and, where the networks fit, run them there too, the loss's gradient computed in one
-  pass without writing hidden layers to memory (``fused``); wider networks run as torch layers
-  (TF32 products) and a kernel turns their logits into the policy loss's gradient (``drawn``).
+  pass without writing hidden layers to memory (``fused``); wider networks, ReLU ones and shared
+  trunks run as torch layers (bfloat16 hidden layers; the rollout's from weight copies taken once
+  per rollout, `InferenceLayers`) and a kernel turns their logits into the policy loss's gradient
+  (``drawn``).
   On a CPU every group runs the plain torch code below, which the kernels are tested against.
 - Groups with action masks sample under them, and the update recomputes log-probabilities
   under the same masks.

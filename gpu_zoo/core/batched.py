@@ -110,6 +110,7 @@ class BatchedEnv:
         self.groups = tuple(self.layout.groups)
         self._build_views()
         self._seeded = False
+        self._saved: Buffers | None = None  # the state a partial reset puts back, allocated on first use
         self._use_graph = cuda_graph and self.device.type == "cuda" and target == "cuda"
         self._graph = None
 
@@ -158,8 +159,8 @@ class BatchedEnv:
 
     # -------------------------------------------------------------------- API
     def reset(self, seed: int | None = None, episode_counts: torch.Tensor | None = None,
-              start_steps: torch.Tensor | None = None) -> dict[str, torch.Tensor]:
-        """Resets every environment. With a seed and the same start steps, env ``e`` of episode ``k`` starts alike.
+              start_steps: torch.Tensor | None = None, envs=None) -> dict[str, torch.Tensor]:
+        """Resets every environment, or those in ``envs``. With a seed, env ``e`` of episode ``k`` starts alike.
 
         ``episode_counts`` (one integer per env) starts the finished-episode counts there instead
         of at zero, before the envs start: a run resumed without its env state keeps what counts
@@ -169,8 +170,18 @@ class BatchedEnv:
         together end their episodes apart, and a trainer's rollout then holds every part of an
         episode instead of the same part from every env. Later episodes run in full.
 
+        ``envs``, a bool mask of shape ``(num_envs,)``, resets only the envs it marks, finished
+        or mid-episode: each starts its next episode exactly as its own auto-reset would start
+        it (the next episode of its seed, from step 0), and every other env is left exactly as
+        it was. Episode statistics (`episode_stats`) keep counting; an episode cut short is not
+        counted as finished. It needs a reset of every env first, and takes no ``seed``,
+        ``episode_counts`` or ``start_steps`` (they apply to every env). It costs about a full
+        reset: the reset kernel runs over every env, and the others' state is copied back.
+
         Returns the observations, one ``(num_envs, group_size, obs_size)`` tensor per group.
         """
+        if envs is not None:
+            return self._reset_envs(envs, seed=seed, episode_counts=episode_counts, start_steps=start_steps)
         f = self.state
         counts = self._per_env_ints("episode_counts", episode_counts, 0, None)
         starts = self._per_env_ints("start_steps", start_steps, 0, self.params.max_cycles)
@@ -197,6 +208,41 @@ class BatchedEnv:
                 t.zero_()
         self._launcher.reset()
         return self.obs
+
+    def _reset_envs(self, envs, **full_reset_only) -> dict[str, torch.Tensor]:
+        mask = self._env_mask(envs)
+        if given := [name for name, value in full_reset_only.items() if value is not None]:
+            raise ValueError(f"reset(envs=...) starts each marked env's next episode from its own seed; "
+                             f"{', '.join(given)} apply to a reset of every env")
+        if not self._seeded:
+            raise RuntimeError("call reset() on every env before resetting some of them with reset(envs=...)")
+        if self._saved is None:
+            self._saved = Buffers(self.layout, self.num_envs, self.device)
+        self._saved.storage.copy_(self.buffers.storage)
+        f = self.state
+        f.episode.add_(1)  # what an auto-reset does: the next episode's draws
+        for name in ("t", "start_t", "rew", "ep_ret"):
+            getattr(f, name).zero_()
+        for d in (self.final_obs, self.obs):
+            for t in d.values():
+                t.zero_()
+        self._launcher.reset()
+        # The kernel reset every env (each env's reset reads and writes only its own rows): the others
+        # get back all they had. Unlike a full reset, this one leaves the episode statistics counting.
+        self.buffers.copy_envs_from(self._saved, ~mask)
+        return self.obs
+
+    def _env_mask(self, envs) -> torch.Tensor:
+        """``envs`` checked as a bool mask of shape ``(num_envs,)``, on the env's device."""
+        try:
+            mask = torch.as_tensor(envs)
+        except (TypeError, ValueError, RuntimeError):
+            raise ValueError(f"envs must be a bool mask of shape ({self.num_envs},), "
+                             f"got {type(envs).__name__}") from None
+        if mask.dtype != torch.bool or tuple(mask.shape) != (self.num_envs,):
+            raise ValueError(f"envs must be a bool mask of shape ({self.num_envs},), got {mask.dtype} of shape "
+                             f"{tuple(mask.shape)}")
+        return mask.to(self.device)
 
     def _per_env_ints(self, name: str, values, low: int, high: int | None) -> torch.Tensor | None:
         """``values`` checked as one integer per env in ``[low, high)`` (no upper bound when ``high`` is None)."""

@@ -79,6 +79,17 @@ class Buffers:
         raise ValueError(f"{source}: the saved env state does not fit this env ({self.layout.spec.id}): {why}. "
                          "It was saved by another version of gpu_zoo or of the env, or with other params")
 
+    def copy_envs_from(self, other: Buffers, envs: torch.Tensor):
+        """Copies every field of the envs marked in ``envs`` from ``other``, in place.
+
+        ``other`` must have this layout and env count; ``envs`` is a bool tensor ``(num_envs,)``
+        on this device. Every field has the env axis first, so a row is all of one env.
+        """
+        for name, mine in self.raw.items():
+            theirs = other.raw[name]
+            rows = envs.view(-1, *(1,) * (mine.dim() - 1))
+            torch.where(rows, theirs, mine, out=mine)
+
     def kernel_args(self, to_array) -> tuple:
         """One array per field, in layout order, converted for the target by ``to_array``."""
         return tuple(to_array(v) for v in self.raw.values())

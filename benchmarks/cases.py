@@ -14,8 +14,8 @@ class Case:
 
     Attributes:
         workload: what is stepped, the same for every system compared on it
-            (``simple_tag``, ``tag_continuous``, ``tag_gridworld``, ``gather_trade_build``, ``train_*``,
-            ``sb3_simple_tag``).
+            (``simple_tag``, ``simple_spread``, ``tag_continuous``, ``tag_gridworld``, ``gather_trade_build``,
+            ``train_*``, ``sb3_simple_tag``).
         system: who steps it (``gpu_zoo``, ``mpe2``, ``supersuit``, ``vmas``, ``jaxmarl``,
             ``jaxmarl_scan``, ``warpdrive``).
         device: ``cuda`` or ``cpu``.
@@ -93,6 +93,7 @@ def warpdrive_run_cases(device: str, iterations: int, repeats: int) -> list[Case
 
 _FULL = {
     "simple_tag": [1, 1024, 16384, 131072, 1048576],
+    "simple_spread": [1024, 16384, 131072, 1048576],
     "supersuit": [1, 16, 256],
     "tag_continuous": [(2000, tag_continuous_kwargs(a)) for a in (5, 100, 640, 1000)],
     "tag_gridworld": [(n, gridworld_kwargs(a)) for n, a in ((2000, 5), (2000, 51), (32768, 5), (262144, 5))],
@@ -107,6 +108,7 @@ _TAG_SMALL = {"num_taggers": 2, "num_runners": 3, "max_cycles": 6}
 _GRID_SMALL = {"num_taggers": 2, "num_runners": 2, "grid_length": 4, "max_cycles": 5}
 _TINY = {
     "simple_tag": [8],
+    "simple_spread": [8],
     "supersuit": [2],
     "tag_continuous": [(4, _TAG_SMALL)],
     "tag_gridworld": [(4, _GRID_SMALL)],
@@ -126,6 +128,8 @@ def env_cases(device: str, sizes: str) -> list[Case]:
     cases += [Case("simple_tag", "vmas", device, n) for n in st]
     cases += [Case("simple_tag", "jaxmarl", device, n) for n in st]
     cases += [Case("simple_tag", "jaxmarl_scan", device, n) for n in st]
+    cases += [Case("simple_spread", s, device, n) for n in t["simple_spread"]
+              for s in ("gpu_zoo", "jaxmarl", "jaxmarl_scan")]
     for n, kw in t["tag_continuous"]:
         cases += [Case("tag_continuous", s, device, n, kw) for s in ("gpu_zoo", "warpdrive")]
     for n, kw in t["tag_gridworld"]:

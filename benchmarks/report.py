@@ -10,6 +10,7 @@ from benchmarks.runner import SCHEMA
 
 WORKLOADS = {
     "simple_tag": "MPE simple_tag (4 agents, 2 obstacles)",
+    "simple_spread": "MPE simple_spread (3 agents, 3 landmarks)",
     "tag_continuous": "Tag continuous (agents per env vary)",
     "tag_gridworld": "Tag gridworld (one runner, 100 x 100 grid, 100-step episodes)",
     "gather_trade_build": "Gather-trade-build",
@@ -59,6 +60,8 @@ def agents_of(r: dict) -> int | None:
     c = r.get("config", {})
     if "num_taggers" in c:
         return c["num_taggers"] + c.get("num_runners", 1)
+    if r["workload"] == "simple_spread":
+        return c.get("N", 3)
     return 4 if r["workload"] in ("simple_tag", "train_simple_tag") else None
 
 
@@ -323,6 +326,7 @@ def write_report(results: str | Path, out: str | Path) -> Path:
     lines += ["## Runs", "", *_machines(records), ""]
     plots = {
         "simple_tag": ("num_envs", lambda r: r["num_envs"]),
+        "simple_spread": ("num_envs", lambda r: r["num_envs"]),
         "tag_continuous": ("agents per env", agents_of),
         "tag_gridworld": ("num_envs", lambda r: r["num_envs"]),
     }

@@ -10,7 +10,8 @@ from benchmarks.cases import GTB, SB3, TRAINER_SETTINGS, Case
 from benchmarks.skip import Skipped
 
 RECORD_PREFIX = "BENCH_RECORD "
-_OUR_IDS = {"simple_tag": "simple_tag_v3", "tag_continuous": "tag_continuous_v0", "tag_gridworld": "tag_gridworld_v0",
+_OUR_IDS = {"simple_tag": "simple_tag_v3", "simple_spread": "simple_spread_v3", "tag_continuous": "tag_continuous_v0",
+            "tag_gridworld": "tag_gridworld_v0",
             GTB: "gather_trade_build_v0"}
 
 
@@ -67,7 +68,8 @@ def run_case(case: Case, tiny: bool) -> dict:
     if case.system in ("jaxmarl", "jaxmarl_scan"):
         from benchmarks.peers import jaxmarl
 
-        return jaxmarl.measure(case.num_envs, case.device, "scan" if case.system == "jaxmarl_scan" else "step", **t)
+        return jaxmarl.measure(case.num_envs, case.device, "scan" if case.system == "jaxmarl_scan" else "step", **t,
+                               workload=case.workload)
     if case.system == "warpdrive":
         from benchmarks.peers import warpdrive
 

@@ -16,6 +16,8 @@ PZ_CONFIGS = {
     "tag_continuous_v0": TAG_SMALL,
     "tag_gridworld_v0": GRID_SMALL,
     "simple_tag_v3": dict(max_cycles=10),
+    "simple_v3": dict(max_cycles=25),  # MPE2's defaults: the comparisons with MPE2 share these kernels
+    "simple_spread_v3": dict(max_cycles=25),
     "gather_trade_build_v0": dict(max_cycles=60, tax_period=10),
 }
 # The economy with the AI Economist's fixed skills and starts, short, and the period's income observed: the

@@ -252,6 +252,10 @@ PRESETS: dict[str, Args] = {
     "simple_tag_v3": Args(
         env_id="simple_tag_v3", env_kwargs=dict(max_cycles=25), num_envs=512, num_steps=50,
         total_env_steps=5_000_000, ent_coef=0.01),
+    # MPE2's cooperative navigation: three agents learn to cover the three landmarks between them.
+    "simple_spread_v3": Args(
+        env_id="simple_spread_v3", env_kwargs=dict(max_cycles=25), num_envs=512, num_steps=25,
+        total_env_steps=5_000_000, ent_coef=0.01),
     # The AI Economist: workers and the planner trained together over long episodes.
     "gather_trade_build_v0": Args(
         env_id="gather_trade_build_v0", num_envs=64, num_steps=200, total_env_steps=10_000_000,

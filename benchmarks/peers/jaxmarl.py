@@ -1,4 +1,4 @@
-"""JaxMARL's ``MPE_simple_tag_v3``: ``jit(vmap(step))`` per call, and many steps inside one ``lax.scan``."""
+"""JaxMARL's MPE ports: ``jit(vmap(step))`` per call, and many steps inside one ``lax.scan``."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from benchmarks.skip import Skipped
 from benchmarks.timing import time_steps
 
 SCAN_LENGTH = 100  # steps per scanned call
+SCENARIOS = {"simple_tag": "MPE_simple_tag_v3", "simple_spread": "MPE_simple_spread_v3"}
 
 
 def _import(device: str):
@@ -26,12 +27,13 @@ def _import(device: str):
     return jax, jaxmarl
 
 
-def measure(num_envs: int, device: str, mode: str, *, target_s: float, repeats: int) -> dict:
+def measure(num_envs: int, device: str, mode: str, *, target_s: float, repeats: int,
+            workload: str = "simple_tag") -> dict:
     """``mode``: ``"step"`` (one jitted call per step) or ``"scan"`` (``SCAN_LENGTH`` steps per call)."""
     jax, jaxmarl = _import(device)
     import jax.numpy as jnp
 
-    env = jaxmarl.make("MPE_simple_tag_v3")
+    env = jaxmarl.make(SCENARIOS[workload])
     keys = jax.random.split(jax.random.PRNGKey(0), num_envs)
     _, state = jax.vmap(env.reset)(keys)
     rng = jax.random.PRNGKey(1)
@@ -63,6 +65,6 @@ def measure(num_envs: int, device: str, mode: str, *, target_s: float, repeats: 
     agents = env.num_agents
     return {"env_steps_per_s": rate["median"], "spread": rate["spread"], "samples": rate["samples"],
             "agent_steps_per_s": rate["median"] * agents, "agents": agents, "steps_per_repeat": timing.steps * per_call,
-            "jax_device": str(jax.devices()[0]),
+            "jax_device": str(jax.devices()[0]), "jaxmarl_env": SCENARIOS[workload],
             "notes": f"jit(vmap(env.step)), fixed random actions; {per_call} step(s) per call; clock after "
                      "block_until_ready"}

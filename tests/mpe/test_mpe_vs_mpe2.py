@@ -1,0 +1,95 @@
+"""The MPE scenarios against MPE2's own: same start, same actions, same episodes to the bit.
+
+Each case starts both envs, then copies MPE2's start state (every entity's position, every
+agent's velocity) into ours: the two draw their starts from different generators, and the copy
+is what aligns them. Both then take the same random actions for whole episodes, in both action
+modes and several sizes; the state is double precision as in MPE2, so observations and
+``state()`` match bit for bit from the first step on, and rewards to their rounding to float32.
+Three episodes per case, each reset and aligned anew.
+"""
+
+import importlib
+
+import numpy as np
+import pytest
+
+from tests.helpers import reference
+
+CASES = {  # name: (env id, arguments, the action modes compared)
+    "simple": ("simple_v3", {}, (False, True)),
+    "spread": ("simple_spread_v3", {}, (False, True)),
+    # partial observability with fewer agents observed than there are and more landmarks (zero slots)
+    "spread_nearest": ("simple_spread_v3", dict(N=4, local_ratio=0.25, num_agent_neighbors=2, num_landmark_neighbors=5,
+                                                terminate_on_success=True), (False,)),
+}
+
+
+def align(ref, ours):
+    world = ref.unwrapped.world
+    f = ours.batched.state
+    entities = world.agents + world.landmarks
+    f.pos_x[0] = f.pos_x.new_tensor([ent.state.p_pos[0] for ent in entities])
+    f.pos_y[0] = f.pos_y.new_tensor([ent.state.p_pos[1] for ent in entities])
+    f.vel_x[0] = f.vel_x.new_tensor([ag.state.p_vel[0] for ag in world.agents])
+    f.vel_y[0] = f.vel_y.new_tensor([ag.state.p_vel[1] for ag in world.agents])
+
+
+def episode(ref, ours, rng, continuous: bool, label: str) -> int:
+    steps = 0
+    while ref.agents:
+        actions = {a: rng.random(ref.action_space(a).shape, dtype=np.float32) if continuous
+                   else int(rng.integers(ref.action_space(a).n)) for a in ref.agents}
+        o1, r1, te1, tr1, _ = ref.step(actions)
+        o2, r2, te2, tr2, _ = ours.step(actions)
+        steps += 1
+        where = f"{label}, step {steps}"
+        assert set(o1) == set(o2), where
+        for a in o1:
+            np.testing.assert_array_equal(o2[a], o1[a], err_msg=f"obs of {a}, {where}")
+            assert r2[a] == pytest.approx(r1[a], rel=1e-6, abs=1e-7), f"reward of {a}, {where}"
+        assert te1 == te2 and tr1 == tr2, where
+        np.testing.assert_array_equal(ours.state(), ref.state(), err_msg=where)
+    assert ours.agents == []
+    return steps
+
+
+@pytest.mark.parametrize("case, continuous", [(c, m) for c in sorted(CASES) for m in CASES[c][2]])
+def test_matches_mpe2_over_whole_episodes(case, continuous):
+    env_id, kw, _ = CASES[case]
+    kw = dict(kw, max_cycles=kw.get("max_cycles", 25), continuous_actions=continuous)
+    ref = reference(f"mpe2.{env_id}").parallel_env(**kw)
+    ours = importlib.import_module(f"gpu_zoo.mpe.{env_id}").parallel_env(**kw)
+    assert ours.possible_agents == ref.possible_agents
+    for a in ref.possible_agents:
+        assert ours.observation_space(a) == ref.observation_space(a)
+        assert ours.action_space(a) == ref.action_space(a)
+    rng = np.random.default_rng(len(case))
+    lengths = []
+    for seed in range(3):
+        ref.reset(seed=seed)
+        ours.reset(seed=seed)
+        align(ref, ours)
+        lengths.append(episode(ref, ours, rng, continuous, f"{case}, episode {seed}"))
+    if kw.get("terminate_on_success"):
+        return
+    assert lengths == [kw["max_cycles"]] * 3
+
+
+def test_spread_ends_once_every_landmark_is_covered():
+    """terminate_on_success: MPE2's is_terminal, once every landmark has an agent closer than 0.1."""
+    env_id, kw, _ = CASES["spread_nearest"]
+    ref = reference(f"mpe2.{env_id}").parallel_env(**kw)
+    ours = importlib.import_module(f"gpu_zoo.mpe.{env_id}").parallel_env(**kw)
+    for covered in (3, 4):
+        ref.reset(seed=0)
+        world = ref.unwrapped.world
+        for agent, landmark in zip(world.agents[:covered], world.landmarks, strict=False):
+            agent.state.p_pos = landmark.state.p_pos + 0.01
+            agent.state.p_vel[:] = 0.0
+        ours.reset(seed=0)
+        align(ref, ours)
+        actions = {a: 0 for a in ref.agents}
+        _, r1, te1, tr1, _ = ref.step(actions)
+        _, r2, te2, tr2, _ = ours.step(actions)
+        assert te2 == te1 and tr2 == tr1 and all(te2.values()) == (covered == 4)
+        assert r2 == pytest.approx(r1, rel=1e-6)

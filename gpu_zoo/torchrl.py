@@ -132,7 +132,8 @@ class GpuZooEnv(EnvBase):
     # ------------------------------------------------------------------ specs
     def _make_specs(self):
         b, E = self.batched, tuple(self.batch_size)
-        obs, act, rew, flags = (Composite(shape=E, device=self.device) for _ in range(4))
+        # built on no device and moved at the end: every leaf then lands where the env is
+        obs, act, rew, flags = (Composite(shape=E) for _ in range(4))
         for g in b.groups:
             shape = (*E, b.group_size(g))
             leaves = {"observation": box_spec(b.single_observation_space(g))}

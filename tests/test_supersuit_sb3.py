@@ -113,3 +113,23 @@ def test_maskable_ppo_trains_the_economys_workers_and_never_takes_a_masked_actio
     model.learn(total_timesteps=3 * 16 * venv.num_envs)
     assert len(inside) >= 48 and all(inside), "a masked action was taken"
     assert any(blocked), "the masks forbade something, or this would prove nothing"
+
+
+def test_the_readmes_sb3_example_runs_as_written_in_minutes():
+    """The README's SB3 snippet, run as a user would paste it: its settings must suit thousands of slots.
+
+    With SB3's defaults the same snippet's first rollout alone is millions of samples (hours on a
+    small CPU); the time limit is far above what the snippet takes and far below that.
+    """
+    import re
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    blocks = re.findall(r"^```python\n(.*?)^```", (root / "README.md").read_text(), re.MULTILINE | re.DOTALL)
+    snippet = next(b for b in blocks if "SB3VecEnv" in b)
+    result = subprocess.run([sys.executable, "-c", snippet + "\nprint('learned', model.num_timesteps)\n"], cwd=root,
+                            capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert int(result.stdout.split("learned")[-1]) >= 100_000

@@ -13,6 +13,8 @@ _ENTRIES: dict[str, str] = {
     "simple_tag_v3": "gpu_zoo.tag.simple_tag:SPEC",
     "simple_v3": "gpu_zoo.mpe.simple:SPEC",
     "simple_spread_v3": "gpu_zoo.mpe.simple_spread:SPEC",
+    "simple_adversary_v3": "gpu_zoo.mpe.simple_adversary:SPEC",
+    "simple_push_v3": "gpu_zoo.mpe.simple_push:SPEC",
     "gather_trade_build_v0": "gpu_zoo.economy.gather_trade_build:SPEC",
 }
 

@@ -18,6 +18,8 @@ PZ_CONFIGS = {
     "simple_tag_v3": dict(max_cycles=10),
     "simple_v3": dict(max_cycles=25),  # MPE2's defaults: the comparisons with MPE2 share these kernels
     "simple_spread_v3": dict(max_cycles=25),
+    "simple_adversary_v3": dict(max_cycles=25),
+    "simple_push_v3": dict(max_cycles=25),
     "gather_trade_build_v0": dict(max_cycles=60, tax_period=10),
 }
 # The economy with the AI Economist's fixed skills and starts, short, and the period's income observed: the

@@ -15,6 +15,14 @@ def check_common(p) -> None:
                                   "not supported; pass benchmark_data=False")
 
 
+def check_neighbors(p) -> None:
+    """MPE2's partial observability arguments: a positive count, or None for every entity."""
+    for name in ("num_agent_neighbors", "num_landmark_neighbors"):
+        v = getattr(p, name)
+        if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
+            raise ValueError(f"{name} must be a positive int or None, got {v!r}")
+
+
 def move_space(continuous: bool) -> gymnasium.spaces.Space:
     """A moving, silent agent's action space in MPE2: Discrete(5), or Box(0, 1, (5,)) with continuous actions."""
     return gymnasium.spaces.Box(0.0, 1.0, (5,), np.float32) if continuous else gymnasium.spaces.Discrete(5)

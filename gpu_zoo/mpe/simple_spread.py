@@ -56,7 +56,7 @@ from gpu_zoo.mpe.particles import (
     relative,
     rest,
 )
-from gpu_zoo.mpe.scenario import check_common, move_space
+from gpu_zoo.mpe.scenario import check_common, check_neighbors, move_space
 
 AGENT_SIZE, LANDMARK_SIZE = 0.15, 0.05
 CAPTURE_RADIUS = 0.1
@@ -84,10 +84,7 @@ class SimpleSpreadParams:
             raise ValueError(f"N must be an int >= 1, got {self.N!r}")
         if not 0.0 <= self.local_ratio <= 1.0:
             raise ValueError(f"local_ratio is a proportion: it must be in [0, 1], got {self.local_ratio!r}")
-        for name in ("num_agent_neighbors", "num_landmark_neighbors"):
-            v = getattr(self, name)
-            if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
-                raise ValueError(f"{name} must be a positive int or None, got {v!r}")
+        check_neighbors(self)
         if self.curriculum:
             raise NotImplementedError("simple_spread_v3: curriculum=True (MPE2's stages advanced by method calls) is "
                                       "not supported; pass curriculum=False")

@@ -1,0 +1,191 @@
+"""MPE simple_adversary: good agents hide which landmark is the goal from an adversary that seeks it.
+
+The same environment as MPE2's ``simple_adversary_v3``, with the same agent names, observation
+layout, action meanings, physics and rewards, run as a Numba kernel on the particle world that
+every MPE scenario shares (`gpu_zoo.mpe.particles`). The state is double precision, as in MPE2,
+so trajectories match MPE2's step for step.
+
+## Rules
+One adversary (``adversary_0``) and ``N`` good agents (``agent_0 ..``), all of size 0.15, passing
+through each other (no contacts), action scale 5, no speed limit; ``N`` landmarks (size 0.08),
+one of them the goal, drawn at each reset. Every agent moves and integrates as every MPE agent
+does (``dt = 0.1``, damping 0.25).
+
+The adversary's reward is minus its distance to the goal. A good agent's is minus the distance
+from the goal to the nearest good agent, plus the adversary's distance to the goal: the good
+agents want one of them on the goal and the adversary away from it, and since the adversary
+does not see which landmark is the goal, they spread over all of them to deceive it. Episodes
+are truncated after ``max_cycles`` steps.
+
+Starts: agents and landmarks uniform in [-1, 1]^2, at rest, the goal uniform among the
+landmarks (MPE2's ranges, drawn from gpu_zoo's counter-based generator rather than NumPy's).
+
+## Observations
+A good agent: ``goal_rel_pos (2), landmark_rel_pos (2 per landmark), other_rel_pos (2 per other
+agent, the adversary first, in agent order)``. The adversary: ``landmark_rel_pos,
+other_rel_pos``; float32. With ``num_landmark_neighbors`` or ``num_agent_neighbors``, as in
+MPE2, only that many of the nearest landmarks or other agents are observed, nearest first, the
+missing slots zeros (the goal is always observed).
+
+## Actions
+Discrete(5): no-op, left, right, down, up. With ``continuous_actions=True``, ``Box(0, 1, (5,))``
+whose force is ``(a[2] - a[1], a[4] - a[3])`` times 5.
+
+## Version history
+- v3: matches MPE2's ``simple_adversary_v3``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from gpu_zoo.core import EnvSpec, Field, Group, ObsBlock, PerAgent, PerEnv, PerObs, kernel_fn
+from gpu_zoo.core.rng import randint
+from gpu_zoo.mpe import particles
+from gpu_zoo.mpe.particles import continuous_force, discrete_force, distance, integrate, nearest, place, relative, rest
+from gpu_zoo.mpe.scenario import check_common, check_neighbors, move_space
+
+AGENT_SIZE, LANDMARK_SIZE = 0.15, 0.08
+ADVERSARY_COLOR, AGENT_COLOR = particles.rgb((0.85, 0.35, 0.35)), particles.rgb((0.35, 0.35, 0.85))
+LANDMARK_COLOR, GOAL_COLOR = particles.rgb((0.15, 0.15, 0.15)), particles.rgb((0.15, 0.65, 0.15))
+
+
+@dataclass(frozen=True)
+class SimpleAdversaryParams:
+    """MPE2's ``simple_adversary_v3`` constructor arguments."""
+
+    N: int = 2
+    max_cycles: int = 25
+    continuous_actions: bool = False
+    dynamic_rescaling: bool = True
+    benchmark_data: bool = False
+    num_agent_neighbors: int | None = None
+    num_landmark_neighbors: int | None = None
+
+    def __post_init__(self):
+        check_common(self)
+        if isinstance(self.N, bool) or not isinstance(self.N, int) or self.N < 1:
+            raise ValueError(f"N must be an int >= 1, got {self.N!r}")
+        check_neighbors(self)
+
+
+def observed(p: SimpleAdversaryParams) -> tuple[int, int]:
+    """(landmarks, other agents) each agent observes."""
+    return (p.N if p.num_landmark_neighbors is None else p.num_landmark_neighbors,
+            p.N if p.num_agent_neighbors is None else p.num_agent_neighbors)
+
+
+def groups(p: SimpleAdversaryParams) -> tuple[Group, ...]:
+    L, K = observed(p)
+    seen = (ObsBlock("landmark_rel_pos", 2 * L), ObsBlock("other_rel_pos", 2 * K))
+    act = move_space(p.continuous_actions)
+    return (Group("adversary", 1, seen, act), Group("agent", p.N, (ObsBlock("goal_rel_pos", 2), *seen), act))
+
+
+def fields(p: SimpleAdversaryParams) -> tuple[Field, ...]:
+    A = p.N + 1
+    world = particles.world_fields(sizes=(AGENT_SIZE,) * A + (LANDMARK_SIZE,) * p.N, collides=(0,) * (A + p.N),
+                                   accels=(None,) * A)
+    return (*world, Field("goal", "i32", (), "entity index of the goal landmark"))
+
+
+def constants(p: SimpleAdversaryParams) -> dict:
+    L, K = observed(p)
+    return {"num_entities": 2 * p.N + 1, "observed_landmarks": L, "observed_agents": K,
+            "nearest_landmarks": p.num_landmark_neighbors is not None,
+            "nearest_agents": p.num_agent_neighbors is not None}
+
+
+# ------------------------------------------------------------------ phases
+@kernel_fn
+def spawn(s, p, e, a):
+    place(s, e, a, 1.0)
+    rest(s, e, a)
+
+
+@kernel_fn
+def place_landmarks(s, p, e):
+    s.goal[e] = p.num_agents + randint(s, e, p.num_entities, 0, p.num_entities - p.num_agents)
+    for j in range(p.num_agents, p.num_entities):
+        place(s, e, j, 1.0)
+
+
+@kernel_fn
+def read_discrete_action(s, p, e, a):
+    k = s.act_adversary[e, a] if a < p.adversary_hi else s.act_agent[e, a - p.agent_lo]
+    discrete_force(s, e, a, k)
+
+
+@kernel_fn
+def read_continuous_action(s, p, e, a):
+    if a < p.adversary_hi:
+        ux = s.act_adversary[e, a, 2] - s.act_adversary[e, a, 1]
+        uy = s.act_adversary[e, a, 4] - s.act_adversary[e, a, 3]
+    else:
+        ux = s.act_agent[e, a - p.agent_lo, 2] - s.act_agent[e, a - p.agent_lo, 1]
+        uy = s.act_agent[e, a - p.agent_lo, 4] - s.act_agent[e, a - p.agent_lo, 3]
+    continuous_force(s, e, a, ux, uy)
+
+
+@kernel_fn
+def reward(s, p, e, a):
+    """The adversary: minus its distance to the goal; a good agent: the nearest good agent's and the adversary's."""
+    g = s.goal[e]
+    adversary = distance(s, e, 0, g)
+    if a < p.adversary_hi:
+        s.rew[e, a] = np.float32(-adversary)
+        return
+    best = distance(s, e, p.agent_lo, g)
+    for b in range(p.agent_lo + 1, p.agent_hi):
+        d = distance(s, e, b, g)
+        if d < best:
+            best = d
+    s.rew[e, a] = np.float32(-best + adversary)
+
+
+@kernel_fn
+def observe(s, p, e, a, i):
+    """Element i of MPE2's observation of agent a."""
+    k = i
+    if a >= p.agent_lo:
+        if k < 2:
+            return relative(s, e, a, s.goal[e], k)
+        k -= 2
+    if k < 2 * p.observed_landmarks:
+        j = p.num_agents + k // 2
+        if p.nearest_landmarks:
+            j = nearest(s, e, a, p.num_agents, p.num_entities, k // 2)
+            if j < 0:
+                return np.float32(0.0)
+        return relative(s, e, a, j, k % 2)
+    k -= 2 * p.observed_landmarks
+    j = k // 2
+    if p.nearest_agents:
+        j = nearest(s, e, a, 0, p.num_agents, j)
+        if j < 0:
+            return np.float32(0.0)
+    elif j >= a:
+        j += 1  # the (k//2)-th agent other than a
+    return relative(s, e, a, j, k % 2)
+
+
+def render(state: dict, p: SimpleAdversaryParams, size: int = 320) -> np.ndarray:
+    landmarks = [GOAL_COLOR if p.N + 1 + i == int(state["goal"]) else LANDMARK_COLOR for i in range(p.N)]
+    return particles.render(state, (ADVERSARY_COLOR,) + (AGENT_COLOR,) * p.N + tuple(landmarks), size, p.max_cycles)
+
+
+SPEC = EnvSpec(
+    id="simple_adversary_v3",
+    params=SimpleAdversaryParams,
+    groups=groups,
+    fields=fields,
+    reset=(PerAgent(spawn), PerEnv(place_landmarks)),
+    step=lambda p: (PerAgent(read_continuous_action if p.continuous_actions else read_discrete_action),
+                    PerAgent(integrate), PerAgent(reward)),
+    observe=(PerObs(observe),),
+    constants=constants,
+    render=render,
+    module=__name__,
+)

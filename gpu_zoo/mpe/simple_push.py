@@ -1,0 +1,179 @@
+"""MPE simple_push: an agent heads for its goal landmark while an adversary pushes it away.
+
+The same environment as MPE2's ``simple_push_v3``, with the same agent names, observation
+layout, action meanings, physics and rewards, run as a Numba kernel on the particle world that
+every MPE scenario shares (`gpu_zoo.mpe.particles`). The state is double precision, as in MPE2,
+so trajectories match MPE2's step for step.
+
+## Rules
+One adversary (``adversary_0``) and one good agent (``agent_0``), both of size 0.05 and
+colliding (each pushes the other with MPE's soft contact force), action scale 5, no speed
+limit; two landmarks (size 0.05, passed through), one of them the goal, drawn at each reset.
+
+The good agent's reward is minus its distance to the goal. The adversary's is the good agent's
+distance to the goal minus its own: it wants to sit on the goal and keep the agent off it,
+without knowing which landmark the goal is. Episodes are truncated after ``max_cycles`` steps.
+
+Starts: agents and landmarks uniform in [-1, 1]^2, at rest, the goal uniform among the two
+landmarks (MPE2's ranges, drawn from gpu_zoo's counter-based generator rather than NumPy's).
+
+## Observations
+The good agent: ``self_vel (2), goal_rel_pos (2), self_color (3), landmark_rel_pos (4),
+landmark_color (6), other_rel_pos (2)``: landmark i is grey with its channel i + 1 raised (0.9),
+and the agent is grey with the goal's channel raised (0.75), so its colour tells it the goal.
+The adversary: ``self_vel (2), landmark_rel_pos (4), other_rel_pos (2)``; float32.
+
+## Actions
+Discrete(5): no-op, left, right, down, up. With ``continuous_actions=True``, ``Box(0, 1, (5,))``
+whose force is ``(a[2] - a[1], a[4] - a[3])`` times 5.
+
+## Version history
+- v3: matches MPE2's ``simple_push_v3``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from gpu_zoo.core import EnvSpec, Field, Group, ObsBlock, PerAgent, PerEnv, PerObs, kernel_fn
+from gpu_zoo.core.rng import randint
+from gpu_zoo.mpe import particles
+from gpu_zoo.mpe.particles import (
+    add_contact_forces,
+    continuous_force,
+    discrete_force,
+    distance,
+    integrate,
+    place,
+    relative,
+    rest,
+)
+from gpu_zoo.mpe.scenario import check_common, move_space
+
+SIZE = 0.05  # every entity's: MPE2's default
+NUM_LANDMARKS = 2
+ADVERSARY_COLOR = particles.rgb((0.75, 0.25, 0.25))
+
+
+@dataclass(frozen=True)
+class SimplePushParams:
+    """MPE2's ``simple_push_v3`` constructor arguments."""
+
+    max_cycles: int = 25
+    continuous_actions: bool = False
+    dynamic_rescaling: bool = True
+    benchmark_data: bool = False
+
+    def __post_init__(self):
+        check_common(self)
+
+
+def groups(p: SimplePushParams) -> tuple[Group, ...]:
+    act = move_space(p.continuous_actions)
+    return (Group("adversary", 1, (ObsBlock("self_vel", 2), ObsBlock("landmark_rel_pos", 4),
+                                   ObsBlock("other_rel_pos", 2)), act),
+            Group("agent", 1, (ObsBlock("self_vel", 2), ObsBlock("goal_rel_pos", 2), ObsBlock("self_color", 3),
+                               ObsBlock("landmark_rel_pos", 4), ObsBlock("landmark_color", 6),
+                               ObsBlock("other_rel_pos", 2)), act))
+
+
+def fields(p: SimplePushParams) -> tuple[Field, ...]:
+    world = particles.world_fields(sizes=(SIZE,) * 4, collides=(1, 1, 0, 0), accels=(None, None))
+    return (*world, Field("goal", "i32", (), "entity index of the goal landmark"))
+
+
+def constants(p: SimplePushParams) -> dict:
+    return {"num_entities": 4}
+
+
+# ------------------------------------------------------------------ phases
+@kernel_fn
+def spawn(s, p, e, a):
+    place(s, e, a, 1.0)
+    rest(s, e, a)
+
+
+@kernel_fn
+def place_landmarks(s, p, e):
+    s.goal[e] = p.num_agents + randint(s, e, p.num_entities, 0, NUM_LANDMARKS)
+    for j in range(p.num_agents, p.num_entities):
+        place(s, e, j, 1.0)
+
+
+@kernel_fn
+def read_discrete_action(s, p, e, a):
+    discrete_force(s, e, a, s.act_adversary[e, 0] if a < p.adversary_hi else s.act_agent[e, 0])
+
+
+@kernel_fn
+def read_continuous_action(s, p, e, a):
+    if a < p.adversary_hi:
+        ux = s.act_adversary[e, 0, 2] - s.act_adversary[e, 0, 1]
+        uy = s.act_adversary[e, 0, 4] - s.act_adversary[e, 0, 3]
+    else:
+        ux = s.act_agent[e, 0, 2] - s.act_agent[e, 0, 1]
+        uy = s.act_agent[e, 0, 4] - s.act_agent[e, 0, 3]
+    continuous_force(s, e, a, ux, uy)
+
+
+@kernel_fn
+def reward(s, p, e, a):
+    g = s.goal[e]
+    agent = distance(s, e, p.agent_lo, g)
+    if a < p.adversary_hi:
+        s.rew[e, a] = np.float32(agent - distance(s, e, g, a))
+    else:
+        s.rew[e, a] = np.float32(-agent)
+
+
+@kernel_fn
+def _channel(base, raised, c, lit):
+    """Channel c of MPE2's colour ``base`` (grey) with channel ``lit`` raised by ``raised``."""
+    return np.float32(base + raised) if c == lit else np.float32(base)
+
+
+@kernel_fn
+def observe(s, p, e, a, i):
+    """Element i of MPE2's observation of agent a."""
+    if i < 2:
+        return np.float32(s.vel_x[e, a] if i == 0 else s.vel_y[e, a])
+    k = i - 2
+    if a >= p.agent_lo:
+        g = s.goal[e]
+        if k < 2:
+            return relative(s, e, a, g, k)
+        if k < 5:
+            return _channel(0.25, 0.5, k - 2, g - p.num_agents + 1)
+        k -= 5
+        if k < 4:
+            return relative(s, e, a, p.num_agents + k // 2, k % 2)
+        if k < 10:
+            return _channel(0.1, 0.8, (k - 4) % 3, (k - 4) // 3 + 1)
+        return relative(s, e, a, 1 - a, k - 10)
+    if k < 4:
+        return relative(s, e, a, p.num_agents + k // 2, k % 2)
+    return relative(s, e, a, 1 - a, k - 4)
+
+
+def render(state: dict, p: SimplePushParams, size: int = 320) -> np.ndarray:
+    goal = int(state["goal"]) - 2
+    agent = particles.rgb([0.25 + (0.5 if c == goal + 1 else 0.0) for c in range(3)])
+    landmarks = tuple(particles.rgb([0.1 + (0.8 if c == i + 1 else 0.0) for c in range(3)]) for i in range(2))
+    return particles.render(state, (ADVERSARY_COLOR, agent, *landmarks), size, p.max_cycles)
+
+
+SPEC = EnvSpec(
+    id="simple_push_v3",
+    params=SimplePushParams,
+    groups=groups,
+    fields=fields,
+    reset=(PerAgent(spawn), PerEnv(place_landmarks)),
+    step=lambda p: (PerAgent(read_continuous_action if p.continuous_actions else read_discrete_action),
+                    PerAgent(add_contact_forces), PerAgent(integrate), PerAgent(reward)),
+    observe=(PerObs(observe),),
+    constants=constants,
+    render=render,
+    module=__name__,
+)

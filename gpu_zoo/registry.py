@@ -15,6 +15,7 @@ _ENTRIES: dict[str, str] = {
     "simple_spread_v3": "gpu_zoo.mpe.simple_spread:SPEC",
     "simple_adversary_v3": "gpu_zoo.mpe.simple_adversary:SPEC",
     "simple_push_v3": "gpu_zoo.mpe.simple_push:SPEC",
+    "simple_speaker_listener_v4": "gpu_zoo.mpe.simple_speaker_listener:SPEC",
     "gather_trade_build_v0": "gpu_zoo.economy.gather_trade_build:SPEC",
 }
 

@@ -1,6 +1,7 @@
 """The TorchRL face: specs, rollouts and a collector equal to the batched face's steps, resets, refusals."""
 
 import importlib
+import multiprocessing
 import subprocess
 import sys
 
@@ -11,12 +12,17 @@ import torch
 import gpu_zoo
 from tests.helpers import GRID_SMALL, PZ_CONFIGS, reference
 
+_START_METHOD = multiprocessing.get_start_method(allow_none=True)
 reference("torchrl", reason="the torchrl extra is not installed: pip install -e '.[torchrl]'")
 
 from tensordict import TensorDict  # noqa: E402
 from torchrl.collectors import Collector  # noqa: E402
 from torchrl.data import Bounded, Categorical, MultiCategorical, MultiOneHot, OneHot, Unbounded  # noqa: E402
 from torchrl.envs.utils import check_env_specs  # noqa: E402
+
+# Importing torchrl makes "spawn" the process's multiprocessing start method; this file's collectors
+# are single-process, and the suite's SuperSuit workers (collected into the same process) fork.
+multiprocessing.set_start_method(_START_METHOD, force=True)
 
 from gpu_zoo.torchrl import GpuZooEnv  # noqa: E402
 

@@ -207,5 +207,5 @@ def render(state: dict, colors, size: int = 320, max_cycles: int | None = None) 
 
 
 def rgb(color) -> tuple[int, int, int]:
-    """An MPE2 colour (floats in [0, 1]) as 8-bit RGB."""
-    return tuple(int(round(255 * float(v))) for v in color)
+    """An MPE2 colour as 8-bit RGB (MPE2 lets some channels pass 1, the listener's for one: clipped)."""
+    return tuple(min(255, int(round(255 * float(v)))) for v in color)

@@ -21,6 +21,7 @@ CASES = {  # name: (env id, arguments, the action modes compared)
     "adversary": ("simple_adversary_v3", {}, (False, True)),
     "adversary_nearest": ("simple_adversary_v3", dict(N=3, num_agent_neighbors=2, num_landmark_neighbors=4), (False,)),
     "push": ("simple_push_v3", {}, (False, True)),
+    "speaker_listener": ("simple_speaker_listener_v4", {}, (False, True)),
     # partial observability with fewer agents observed than there are and more landmarks (zero slots)
     "spread_nearest": ("simple_spread_v3", dict(N=4, local_ratio=0.25, num_agent_neighbors=2, num_landmark_neighbors=5,
                                                 terminate_on_success=True), (False,)),
@@ -36,7 +37,8 @@ def align(ref, ours):
     f.vel_x[0] = f.vel_x.new_tensor([ag.state.p_vel[0] for ag in world.agents])
     f.vel_y[0] = f.vel_y.new_tensor([ag.state.p_vel[1] for ag in world.agents])
     if hasattr(f, "goal"):  # the landmark the scenario drew as the goal
-        f.goal[0] = len(world.agents) + world.landmarks.index(world.agents[0].goal_a)
+        goal = world.agents[0].goal_b if hasattr(world.agents[0], "goal_b") else world.agents[0].goal_a
+        f.goal[0] = len(world.agents) + world.landmarks.index(goal)
 
 
 def episode(ref, ours, rng, continuous: bool, label: str) -> int:

@@ -1,0 +1,168 @@
+"""MPE simple_speaker_listener: a speaker that cannot move tells a listener that cannot see the goal where to go.
+
+The same environment as MPE2's ``simple_speaker_listener_v4``, with the same agent names,
+observation layout, action meanings, physics and reward, run as a Numba kernel on the particle
+world that every MPE scenario shares (`gpu_zoo.mpe.particles`). The state is double precision,
+as in MPE2, so trajectories match MPE2's step for step.
+
+## Rules
+The speaker (``speaker_0``) stands still and speaks; the listener (``listener_0``, size 0.075,
+action scale 5, no speed limit) moves and is silent; three landmarks (size 0.04, red, green and
+blue), one of them the goal, drawn at each reset. Each step the speaker's message becomes its
+communication state and the listener moves and integrates as every MPE agent does
+(``dt = 0.1``, damping 0.25). Both share one reward: minus the listener's squared distance to
+the goal. Episodes are truncated after ``max_cycles`` steps.
+
+Starts: both agents and the landmarks uniform in [-1, 1]^2, at rest, the goal uniform among the
+landmarks, no message yet (MPE2's ranges, drawn from gpu_zoo's counter-based generator rather
+than NumPy's).
+
+## Observations
+The speaker: ``goal_color (3)``, the goal landmark's colour. The listener: ``self_vel (2),
+landmark_rel_pos (6), speaker_message (3)``; float32.
+
+## Actions
+The speaker: Discrete(3), which of three one-hot messages to say; with
+``continuous_actions=True``, ``Box(0, 1, (3,))``, the message itself. The listener: Discrete(5),
+no-op, left, right, down, up; with ``continuous_actions=True``, ``Box(0, 1, (5,))`` whose force
+is ``(a[2] - a[1], a[4] - a[3])`` times 5.
+
+## Version history
+- v4: matches MPE2's ``simple_speaker_listener_v4``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import gymnasium
+import numpy as np
+
+from gpu_zoo.core import EnvSpec, Field, Group, ObsBlock, PerAgent, PerEnv, PerObs, kernel_fn
+from gpu_zoo.core.rng import randint
+from gpu_zoo.mpe import particles
+from gpu_zoo.mpe.particles import continuous_force, discrete_force, integrate, place, relative, rest
+from gpu_zoo.mpe.scenario import check_common, move_space
+
+DIM_C = 3  # this scenario's message length
+AGENT_SIZE, LANDMARK_SIZE = 0.075, 0.04
+NUM_LANDMARKS = 3
+LANDMARK_COLORS = ((0.65, 0.15, 0.15), (0.15, 0.65, 0.15), (0.15, 0.15, 0.65))
+_DIM, _LIT = 0.15, 0.65  # a landmark's colour: its own channel lit, the others dim
+
+
+@dataclass(frozen=True)
+class SimpleSpeakerListenerParams:
+    """MPE2's ``simple_speaker_listener_v4`` constructor arguments."""
+
+    max_cycles: int = 25
+    continuous_actions: bool = False
+    dynamic_rescaling: bool = True
+    benchmark_data: bool = False
+
+    def __post_init__(self):
+        check_common(self)
+
+
+def groups(p: SimpleSpeakerListenerParams) -> tuple[Group, ...]:
+    say = (gymnasium.spaces.Box(0.0, 1.0, (DIM_C,), np.float32) if p.continuous_actions
+           else gymnasium.spaces.Discrete(DIM_C))
+    return (Group("speaker", 1, (ObsBlock("goal_color", 3),), say),
+            Group("listener", 1, (ObsBlock("self_vel", 2), ObsBlock("landmark_rel_pos", 2 * NUM_LANDMARKS),
+                                  ObsBlock("speaker_message", DIM_C)), move_space(p.continuous_actions)))
+
+
+def fields(p: SimpleSpeakerListenerParams) -> tuple[Field, ...]:
+    world = particles.world_fields(sizes=(AGENT_SIZE,) * 2 + (LANDMARK_SIZE,) * NUM_LANDMARKS,
+                                   collides=(0,) * (2 + NUM_LANDMARKS), accels=(None, None))
+    return (*world, Field("goal", "i32", (), "entity index of the goal landmark"),
+            Field("message", "f64", (DIM_C,), "the speaker's communication state (what it said last step)"))
+
+
+def constants(p: SimpleSpeakerListenerParams) -> dict:
+    return {"num_entities": 2 + NUM_LANDMARKS}
+
+
+# ------------------------------------------------------------------ phases
+@kernel_fn
+def spawn(s, p, e, a):
+    place(s, e, a, 1.0)
+    rest(s, e, a)
+    if a < p.speaker_hi:
+        for c in range(DIM_C):
+            s.message[e, c] = 0.0
+
+
+@kernel_fn
+def place_landmarks(s, p, e):
+    s.goal[e] = p.num_agents + randint(s, e, p.num_entities, 0, NUM_LANDMARKS)
+    for j in range(p.num_agents, p.num_entities):
+        place(s, e, j, 1.0)
+
+
+@kernel_fn
+def read_discrete_action(s, p, e, a):
+    if a < p.speaker_hi:  # MPE2's one-hot message
+        for c in range(DIM_C):
+            s.message[e, c] = 1.0 if c == s.act_speaker[e, 0] else 0.0
+    else:
+        discrete_force(s, e, a, s.act_listener[e, 0])
+
+
+@kernel_fn
+def read_continuous_action(s, p, e, a):
+    if a < p.speaker_hi:
+        for c in range(DIM_C):
+            s.message[e, c] = np.float64(s.act_speaker[e, 0, c])
+    else:
+        continuous_force(s, e, a, s.act_listener[e, 0, 2] - s.act_listener[e, 0, 1],
+                         s.act_listener[e, 0, 4] - s.act_listener[e, 0, 3])
+
+
+@kernel_fn
+def move(s, p, e, a):
+    if a >= p.listener_lo:  # the speaker does not move
+        integrate(s, p, e, a)
+
+
+@kernel_fn
+def reward(s, p, e, a):
+    """Shared: minus the listener's squared distance to the goal."""
+    g = s.goal[e]
+    dx, dy = s.pos_x[e, p.listener_lo] - s.pos_x[e, g], s.pos_y[e, p.listener_lo] - s.pos_y[e, g]
+    s.rew[e, a] = np.float32(-(dx * dx + dy * dy))
+
+
+@kernel_fn
+def observe(s, p, e, a, i):
+    """Element i of MPE2's observation of agent a."""
+    if a < p.speaker_hi:  # the goal's colour
+        return np.float32(_LIT if i == s.goal[e] - p.num_agents else _DIM)
+    if i < 2:
+        return np.float32(s.vel_x[e, a] if i == 0 else s.vel_y[e, a])
+    k = i - 2
+    if k < 2 * NUM_LANDMARKS:
+        return relative(s, e, a, p.num_agents + k // 2, k % 2)
+    return np.float32(s.message[e, k - 2 * NUM_LANDMARKS])
+
+
+def render(state: dict, p: SimpleSpeakerListenerParams, size: int = 320) -> np.ndarray:
+    goal = LANDMARK_COLORS[int(state["goal"]) - 2]
+    listener = particles.rgb([c + 0.45 for c in goal])
+    colors = (particles.rgb((0.25, 0.25, 0.25)), listener, *(particles.rgb(c) for c in LANDMARK_COLORS))
+    return particles.render(state, colors, size, p.max_cycles)
+
+
+SPEC = EnvSpec(
+    id="simple_speaker_listener_v4",
+    params=SimpleSpeakerListenerParams,
+    groups=groups,
+    fields=fields,
+    reset=(PerAgent(spawn), PerEnv(place_landmarks)),
+    step=lambda p: (PerAgent(read_continuous_action if p.continuous_actions else read_discrete_action),
+                    PerAgent(move), PerAgent(reward)),
+    observe=(PerObs(observe),),
+    constants=constants,
+    render=render,
+    module=__name__,
+)

@@ -22,7 +22,7 @@ import math
 import numpy as np
 
 from gpu_zoo.core import Field, kernel_fn
-from gpu_zoo.core.rng import uniform
+from gpu_zoo.core.rng import randint, uniform
 
 # MPE2's World attributes (not arguments of any scenario)
 DT = 0.1
@@ -71,6 +71,27 @@ def place(s, e, j, half_width):
 def rest(s, e, a):
     s.vel_x[e, a] = 0.0
     s.vel_y[e, a] = 0.0
+
+
+@kernel_fn
+def spawn(s, p, e, a):
+    """Reset phase of every MPE2 scenario: agent a uniform in [-1, 1]^2, at rest."""
+    place(s, e, a, 1.0)
+    rest(s, e, a)
+
+
+@kernel_fn
+def place_landmarks(s, p, e):
+    """Reset phase: every landmark uniform in [-1, 1]^2."""
+    for j in range(p.num_agents, p.num_entities):
+        place(s, e, j, 1.0)
+
+
+@kernel_fn
+def place_landmarks_and_goal(s, p, e):
+    """`place_landmarks`, and one landmark drawn uniformly as ``s.goal`` (its entity index)."""
+    s.goal[e] = p.num_agents + randint(s, e, p.num_entities, 0, p.num_entities - p.num_agents)
+    place_landmarks(s, p, e)
 
 
 # ------------------------------------------------------------------ actions

@@ -33,7 +33,7 @@ import numpy as np
 
 from gpu_zoo.core import EnvSpec, Group, ObsBlock, PerAgent, PerEnv, PerObs, kernel_fn
 from gpu_zoo.mpe import particles
-from gpu_zoo.mpe.particles import continuous_force, discrete_force, integrate, place, relative, rest
+from gpu_zoo.mpe.particles import continuous_force, discrete_force, integrate, place_landmarks, relative, spawn
 from gpu_zoo.mpe.scenario import check_common, move_space
 
 AGENT_SIZE = LANDMARK_SIZE = 0.05
@@ -64,17 +64,6 @@ def fields(p: SimpleParams):
 
 def constants(p: SimpleParams) -> dict:
     return {"num_entities": 2}
-
-
-@kernel_fn
-def spawn(s, p, e, a):
-    place(s, e, a, 1.0)
-    rest(s, e, a)
-
-
-@kernel_fn
-def place_landmark(s, p, e):
-    place(s, e, 1, 1.0)
 
 
 @kernel_fn
@@ -112,7 +101,7 @@ SPEC = EnvSpec(
     params=SimpleParams,
     groups=groups,
     fields=fields,
-    reset=(PerAgent(spawn), PerEnv(place_landmark)),
+    reset=(PerAgent(spawn), PerEnv(place_landmarks)),
     step=lambda p: (PerAgent(read_continuous_action if p.continuous_actions else read_discrete_action),
                     PerAgent(integrate), PerAgent(reward)),
     observe=(PerObs(observe),),

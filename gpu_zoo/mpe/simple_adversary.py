@@ -42,9 +42,17 @@ from dataclasses import dataclass
 import numpy as np
 
 from gpu_zoo.core import EnvSpec, Field, Group, ObsBlock, PerAgent, PerEnv, PerObs, kernel_fn
-from gpu_zoo.core.rng import randint
 from gpu_zoo.mpe import particles
-from gpu_zoo.mpe.particles import continuous_force, discrete_force, distance, integrate, nearest, place, relative, rest
+from gpu_zoo.mpe.particles import (
+    continuous_force,
+    discrete_force,
+    distance,
+    integrate,
+    nearest,
+    place_landmarks_and_goal,
+    relative,
+    spawn,
+)
 from gpu_zoo.mpe.scenario import check_common, check_neighbors, move_space
 
 AGENT_SIZE, LANDMARK_SIZE = 0.15, 0.08
@@ -99,19 +107,6 @@ def constants(p: SimpleAdversaryParams) -> dict:
 
 
 # ------------------------------------------------------------------ phases
-@kernel_fn
-def spawn(s, p, e, a):
-    place(s, e, a, 1.0)
-    rest(s, e, a)
-
-
-@kernel_fn
-def place_landmarks(s, p, e):
-    s.goal[e] = p.num_agents + randint(s, e, p.num_entities, 0, p.num_entities - p.num_agents)
-    for j in range(p.num_agents, p.num_entities):
-        place(s, e, j, 1.0)
-
-
 @kernel_fn
 def read_discrete_action(s, p, e, a):
     k = s.act_adversary[e, a] if a < p.adversary_hi else s.act_agent[e, a - p.agent_lo]
@@ -181,7 +176,7 @@ SPEC = EnvSpec(
     params=SimpleAdversaryParams,
     groups=groups,
     fields=fields,
-    reset=(PerAgent(spawn), PerEnv(place_landmarks)),
+    reset=(PerAgent(spawn), PerEnv(place_landmarks_and_goal)),
     step=lambda p: (PerAgent(read_continuous_action if p.continuous_actions else read_discrete_action),
                     PerAgent(integrate), PerAgent(reward)),
     observe=(PerObs(observe),),

@@ -38,7 +38,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from gpu_zoo.core import EnvSpec, Field, Group, ObsBlock, PerAgent, PerEnv, PerObs, kernel_fn
-from gpu_zoo.core.rng import randint
 from gpu_zoo.mpe import particles
 from gpu_zoo.mpe.particles import (
     add_contact_forces,
@@ -46,9 +45,9 @@ from gpu_zoo.mpe.particles import (
     discrete_force,
     distance,
     integrate,
-    place,
+    place_landmarks_and_goal,
     relative,
-    rest,
+    spawn,
 )
 from gpu_zoo.mpe.scenario import check_common, move_space
 
@@ -80,28 +79,16 @@ def groups(p: SimplePushParams) -> tuple[Group, ...]:
 
 
 def fields(p: SimplePushParams) -> tuple[Field, ...]:
-    world = particles.world_fields(sizes=(SIZE,) * 4, collides=(1, 1, 0, 0), accels=(None, None))
+    world = particles.world_fields(sizes=(SIZE,) * (2 + NUM_LANDMARKS), collides=(1, 1) + (0,) * NUM_LANDMARKS,
+                                   accels=(None, None))
     return (*world, Field("goal", "i32", (), "entity index of the goal landmark"))
 
 
 def constants(p: SimplePushParams) -> dict:
-    return {"num_entities": 4}
+    return {"num_entities": 2 + NUM_LANDMARKS}
 
 
 # ------------------------------------------------------------------ phases
-@kernel_fn
-def spawn(s, p, e, a):
-    place(s, e, a, 1.0)
-    rest(s, e, a)
-
-
-@kernel_fn
-def place_landmarks(s, p, e):
-    s.goal[e] = p.num_agents + randint(s, e, p.num_entities, 0, NUM_LANDMARKS)
-    for j in range(p.num_agents, p.num_entities):
-        place(s, e, j, 1.0)
-
-
 @kernel_fn
 def read_discrete_action(s, p, e, a):
     discrete_force(s, e, a, s.act_adversary[e, 0] if a < p.adversary_hi else s.act_agent[e, 0])
@@ -169,7 +156,7 @@ SPEC = EnvSpec(
     params=SimplePushParams,
     groups=groups,
     fields=fields,
-    reset=(PerAgent(spawn), PerEnv(place_landmarks)),
+    reset=(PerAgent(spawn), PerEnv(place_landmarks_and_goal)),
     step=lambda p: (PerAgent(read_continuous_action if p.continuous_actions else read_discrete_action),
                     PerAgent(add_contact_forces), PerAgent(integrate), PerAgent(reward)),
     observe=(PerObs(observe),),

@@ -39,9 +39,8 @@ import gymnasium
 import numpy as np
 
 from gpu_zoo.core import EnvSpec, Field, Group, ObsBlock, PerAgent, PerEnv, PerObs, kernel_fn
-from gpu_zoo.core.rng import randint
 from gpu_zoo.mpe import particles
-from gpu_zoo.mpe.particles import continuous_force, discrete_force, integrate, place, relative, rest
+from gpu_zoo.mpe.particles import continuous_force, discrete_force, integrate, place_landmarks_and_goal, relative, spawn
 from gpu_zoo.mpe.scenario import check_common, move_space
 
 DIM_C = 3  # this scenario's message length
@@ -85,19 +84,12 @@ def constants(p: SimpleSpeakerListenerParams) -> dict:
 
 # ------------------------------------------------------------------ phases
 @kernel_fn
-def spawn(s, p, e, a):
-    place(s, e, a, 1.0)
-    rest(s, e, a)
+def spawn_silent(s, p, e, a):
+    """`particles.spawn`, the speaker with no message yet."""
+    spawn(s, p, e, a)
     if a < p.speaker_hi:
         for c in range(DIM_C):
             s.message[e, c] = 0.0
-
-
-@kernel_fn
-def place_landmarks(s, p, e):
-    s.goal[e] = p.num_agents + randint(s, e, p.num_entities, 0, NUM_LANDMARKS)
-    for j in range(p.num_agents, p.num_entities):
-        place(s, e, j, 1.0)
 
 
 @kernel_fn
@@ -158,7 +150,7 @@ SPEC = EnvSpec(
     params=SimpleSpeakerListenerParams,
     groups=groups,
     fields=fields,
-    reset=(PerAgent(spawn), PerEnv(place_landmarks)),
+    reset=(PerAgent(spawn_silent), PerEnv(place_landmarks_and_goal)),
     step=lambda p: (PerAgent(read_continuous_action if p.continuous_actions else read_discrete_action),
                     PerAgent(move), PerAgent(reward)),
     observe=(PerObs(observe),),

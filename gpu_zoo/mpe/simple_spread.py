@@ -52,9 +52,9 @@ from gpu_zoo.mpe.particles import (
     is_collision,
     nearest,
     own,
-    place,
+    place_landmarks,
     relative,
-    rest,
+    spawn,
 )
 from gpu_zoo.mpe.scenario import check_common, check_neighbors, move_space
 
@@ -119,18 +119,6 @@ def constants(p: SimpleSpreadParams) -> dict:
 
 
 # ------------------------------------------------------------------ phases
-@kernel_fn
-def spawn(s, p, e, a):
-    place(s, e, a, 1.0)
-    rest(s, e, a)
-
-
-@kernel_fn
-def place_landmarks(s, p, e):
-    for j in range(p.num_agents, p.num_entities):
-        place(s, e, j, 1.0)
-
-
 @kernel_fn
 def read_discrete_action(s, p, e, a):
     discrete_force(s, e, a, s.act_agent[e, a])

@@ -45,6 +45,7 @@ import numpy as np
 
 from gpu_zoo.core import EnvSpec, Field, Group, ObsBlock, PerAgent, PerEnv, PerObs, kernel_fn
 from gpu_zoo.core.rng import uniform
+from gpu_zoo.mpe.particles import _log1p_exp
 
 # MPE's world and scenario constants (attributes of MPE2's World and make_world, not arguments).
 DT = 0.1
@@ -158,16 +159,6 @@ def read_continuous_action(s, p, e, a):
     accel = ADVERSARY_ACCEL if a < p.adversary_hi else AGENT_ACCEL
     s.force_x[e, a] = np.float64(ux) * accel
     s.force_y[e, a] = np.float64(uy) * accel
-
-
-@kernel_fn
-def _log1p_exp(v):
-    """np.logaddexp(0, v), computed as NumPy does."""
-    if v == 0.0:
-        return math.log(2.0)
-    if v < 0.0:
-        return math.log1p(math.exp(v))
-    return v + math.log1p(math.exp(-v))
 
 
 @kernel_fn

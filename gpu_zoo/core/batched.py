@@ -107,6 +107,9 @@ class BatchedEnv:
         self._launcher = Launcher(self.layout, self.buffers, target, block, threads_per_env, max_registers,
                                   split_observe)
         self.target = target
+        self._options = dict(autoreset=autoreset, validate=validate, target=target, block=block,
+                             cuda_graph=cuda_graph, threads_per_env=threads_per_env, max_registers=max_registers,
+                             split_observe=split_observe)
         self.groups = tuple(self.layout.groups)
         self._build_views()
         self._seeded = False
@@ -414,5 +417,24 @@ class BatchedEnv:
         """Every field of one env as NumPy arrays (a host copy)."""
         return {n: v[env_index].cpu().numpy() for n, v in self.buffers.raw.items()}
 
+    def __reduce__(self):
+        """Pickled as its spec, its constructor's arguments and its state's bytes.
+
+        Its kernels live in a module generated in this process, which another one (a spawned
+        worker, say) cannot import: unpickling builds the env anew, its kernels coming from the
+        kernel cache, and puts the state back, so it continues exactly where this one stands.
+        """
+        params = {f.name: getattr(self.params, f.name) for f in dataclasses.fields(self.params)}
+        return (_rebuilt, (self.spec, self.num_envs, str(self.device), self._options, params),
+                {"storage": self.buffers.storage.cpu(), "seeded": self._seeded})
+
+    def __setstate__(self, state):
+        self.buffers.storage.copy_(state["storage"])
+        self._seeded = state["seeded"]
+
     def __repr__(self):
         return f"BatchedEnv({self.spec.id}, num_envs={self.num_envs}, device={self.device}, target={self.target})"
+
+
+def _rebuilt(spec: EnvSpec, num_envs: int, device: str, options: dict, params: dict) -> BatchedEnv:
+    return BatchedEnv(spec, num_envs, device, **options, **params)

@@ -7,6 +7,7 @@ the batched API, the PettingZoo adapter, the docs tables) is derived from it by 
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -210,6 +211,15 @@ class EnvSpec:
         if "max_cycles" not in {f.name for f in dataclasses.fields(self.params)}:
             raise TypeError(f"{self.id}: params must have a max_cycles field")
 
+    def __reduce_ex__(self, protocol):
+        # By reference to the module attribute that holds it, as functions pickle: its callables
+        # (lambdas among them) then need not pickle, and a spawned process gets the same object.
+        module = importlib.import_module(self.module) if self.module else None
+        for name, value in vars(module).items() if module else ():
+            if value is self:
+                return _spec_at, (self.module, name)
+        return super().__reduce_ex__(protocol)
+
     def phases(self, kind: str, params) -> tuple:
         """The ``reset``, ``step`` or ``observe`` phases for these params (checked).
 
@@ -233,3 +243,7 @@ class EnvSpec:
         if unknown:
             raise TypeError(f"{self.id}: unknown argument(s) {unknown}; expected some of {names}")
         return self.params(**checked(self.params, kwargs))
+
+
+def _spec_at(module: str, name: str) -> EnvSpec:
+    return getattr(importlib.import_module(module), name)

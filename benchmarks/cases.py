@@ -14,7 +14,8 @@ class Case:
 
     Attributes:
         workload: what is stepped, the same for every system compared on it
-            (``simple_tag``, ``simple_spread``, ``tag_continuous``, ``tag_gridworld``, ``gather_trade_build``,
+            (``simple_tag``, ``simple_spread`` and the rest of `MPE_FAMILY`, ``tag_continuous``,
+            ``tag_gridworld``, ``gather_trade_build``,
             ``train_*``, ``sb3_simple_tag``).
         system: who steps it (``gpu_zoo``, ``mpe2``, ``supersuit``, ``vmas``, ``jaxmarl``,
             ``jaxmarl_scan``, ``warpdrive``).
@@ -91,9 +92,14 @@ def warpdrive_run_cases(device: str, iterations: int, repeats: int) -> list[Case
     return [*ours, theirs]
 
 
+# The other MPE scenarios (each with MPE2's default arguments), at the sizes where a GPU is full.
+MPE_FAMILY = {"simple": "simple_v3", "simple_adversary": "simple_adversary_v3", "simple_push": "simple_push_v3",
+              "simple_speaker_listener": "simple_speaker_listener_v4", "simple_reference": "simple_reference_v3",
+              "simple_crypto": "simple_crypto_v3"}
 _FULL = {
     "simple_tag": [1, 1024, 16384, 131072, 1048576],
     "simple_spread": [1024, 16384, 131072, 1048576],
+    "mpe_family": [16384, 131072],
     "supersuit": [1, 16, 256],
     "tag_continuous": [(2000, tag_continuous_kwargs(a)) for a in (5, 100, 640, 1000)],
     "tag_gridworld": [(n, gridworld_kwargs(a)) for n, a in ((2000, 5), (2000, 51), (32768, 5), (262144, 5))],
@@ -109,6 +115,7 @@ _GRID_SMALL = {"num_taggers": 2, "num_runners": 2, "grid_length": 4, "max_cycles
 _TINY = {
     "simple_tag": [8],
     "simple_spread": [8],
+    "mpe_family": [],  # each would compile kernels of its own in CI: simple_spread stands for them there
     "supersuit": [2],
     "tag_continuous": [(4, _TAG_SMALL)],
     "tag_gridworld": [(4, _GRID_SMALL)],
@@ -129,6 +136,8 @@ def env_cases(device: str, sizes: str) -> list[Case]:
     cases += [Case("simple_tag", "jaxmarl", device, n) for n in st]
     cases += [Case("simple_tag", "jaxmarl_scan", device, n) for n in st]
     cases += [Case("simple_spread", s, device, n) for n in t["simple_spread"]
+              for s in ("gpu_zoo", "jaxmarl", "jaxmarl_scan")]
+    cases += [Case(w, s, device, n) for w in MPE_FAMILY for n in t["mpe_family"]
               for s in ("gpu_zoo", "jaxmarl", "jaxmarl_scan")]
     for n, kw in t["tag_continuous"]:
         cases += [Case("tag_continuous", s, device, n, kw) for s in ("gpu_zoo", "warpdrive")]

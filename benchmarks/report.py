@@ -11,6 +11,12 @@ from benchmarks.runner import SCHEMA
 WORKLOADS = {
     "simple_tag": "MPE simple_tag (4 agents, 2 obstacles)",
     "simple_spread": "MPE simple_spread (3 agents, 3 landmarks)",
+    "simple": "MPE simple (1 agent, 1 landmark)",
+    "simple_adversary": "MPE simple_adversary (1 adversary, 2 agents, 2 landmarks)",
+    "simple_push": "MPE simple_push (1 adversary, 1 agent, 2 landmarks)",
+    "simple_speaker_listener": "MPE simple_speaker_listener (a speaker, a listener, 3 landmarks)",
+    "simple_reference": "MPE simple_reference (2 speaking agents, 3 landmarks)",
+    "simple_crypto": "MPE simple_crypto (3 speakers that never move)",
     "tag_continuous": "Tag continuous (agents per env vary)",
     "tag_gridworld": "Tag gridworld (one runner, 100 x 100 grid, 100-step episodes)",
     "gather_trade_build": "Gather-trade-build",

@@ -6,13 +6,13 @@ import json
 import sys
 import traceback
 
-from benchmarks.cases import GTB, SB3, TRAINER_SETTINGS, Case
+from benchmarks.cases import GTB, MPE_FAMILY, SB3, TRAINER_SETTINGS, Case
 from benchmarks.skip import Skipped
 
 RECORD_PREFIX = "BENCH_RECORD "
 _OUR_IDS = {"simple_tag": "simple_tag_v3", "simple_spread": "simple_spread_v3", "tag_continuous": "tag_continuous_v0",
             "tag_gridworld": "tag_gridworld_v0",
-            GTB: "gather_trade_build_v0"}
+            GTB: "gather_trade_build_v0", **MPE_FAMILY}
 
 
 def train_config(case: Case) -> tuple[str | None, dict, dict]:

@@ -16,6 +16,8 @@ _ENTRIES: dict[str, str] = {
     "simple_adversary_v3": "gpu_zoo.mpe.simple_adversary:SPEC",
     "simple_push_v3": "gpu_zoo.mpe.simple_push:SPEC",
     "simple_speaker_listener_v4": "gpu_zoo.mpe.simple_speaker_listener:SPEC",
+    "simple_reference_v3": "gpu_zoo.mpe.simple_reference:SPEC",
+    "simple_crypto_v3": "gpu_zoo.mpe.simple_crypto:SPEC",
     "gather_trade_build_v0": "gpu_zoo.economy.gather_trade_build:SPEC",
 }
 

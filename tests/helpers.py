@@ -21,6 +21,8 @@ PZ_CONFIGS = {
     "simple_adversary_v3": dict(max_cycles=25),
     "simple_push_v3": dict(max_cycles=25),
     "simple_speaker_listener_v4": dict(max_cycles=25),
+    "simple_reference_v3": dict(max_cycles=25),
+    "simple_crypto_v3": dict(max_cycles=25),
     "gather_trade_build_v0": dict(max_cycles=60, tax_period=10),
 }
 # The economy with the AI Economist's fixed skills and starts, short, and the period's income observed: the

@@ -36,6 +36,8 @@ CASES = {
     "adversary": ("simple_adversary_v3", dict(N=3, num_agent_neighbors=2, num_landmark_neighbors=4, max_cycles=5)),
     "push": ("simple_push_v3", dict(max_cycles=5, continuous_actions=True)),
     "speaker_listener": ("simple_speaker_listener_v4", dict(max_cycles=5)),
+    "reference": ("simple_reference_v3", dict(local_ratio=0.3, max_cycles=5, continuous_actions=True)),
+    "crypto": ("simple_crypto_v3", dict(max_cycles=5)),
     "economy": ("gather_trade_build_v0", PZ_CONFIGS["gather_trade_build_v0"]),
     "economy_fixed": ("gather_trade_build_v0", ECON_FIXED),
     "economy_saez": ("gather_trade_build_v0", ECON_SAEZ),

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import os
 
+from benchmarks.cases import MPE_FAMILY
 from benchmarks.skip import Skipped
 from benchmarks.timing import time_steps
 
 SCAN_LENGTH = 100  # steps per scanned call
-SCENARIOS = {"simple_tag": "MPE_simple_tag_v3", "simple_spread": "MPE_simple_spread_v3"}
+SCENARIOS = {w: f"MPE_{v}" for w, v in {**MPE_FAMILY, "simple_tag": "simple_tag_v3",
+                                         "simple_spread": "simple_spread_v3"}.items()}
 
 
 def _import(device: str):
@@ -37,8 +39,8 @@ def measure(num_envs: int, device: str, mode: str, *, target_s: float, repeats: 
     keys = jax.random.split(jax.random.PRNGKey(0), num_envs)
     _, state = jax.vmap(env.reset)(keys)
     rng = jax.random.PRNGKey(1)
-    actions = {a: jax.random.randint(jax.random.fold_in(rng, i), (num_envs,), 0, 5, dtype=jnp.int32)
-               for i, a in enumerate(env.agents)}
+    actions = {a: jax.random.randint(jax.random.fold_in(rng, i), (num_envs,), 0, env.action_space(a).n,
+                                     dtype=jnp.int32) for i, a in enumerate(env.agents)}
 
     def one(carry, _=None):
         keys, state = carry

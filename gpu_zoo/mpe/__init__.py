@@ -1,5 +1,14 @@
 """MPE, the multi-particle environments, as MPE2 ships them: one particle world, each scenario its own module."""
 
-from gpu_zoo.mpe import simple_adversary_v3, simple_push_v3, simple_speaker_listener_v4, simple_spread_v3, simple_v3
+from gpu_zoo.mpe import (
+    simple_adversary_v3,
+    simple_crypto_v3,
+    simple_push_v3,
+    simple_reference_v3,
+    simple_speaker_listener_v4,
+    simple_spread_v3,
+    simple_v3,
+)
 
-__all__ = ["simple_adversary_v3", "simple_push_v3", "simple_speaker_listener_v4", "simple_spread_v3", "simple_v3"]
+__all__ = ["simple_adversary_v3", "simple_crypto_v3", "simple_push_v3", "simple_reference_v3",
+           "simple_speaker_listener_v4", "simple_spread_v3", "simple_v3"]

@@ -22,6 +22,9 @@ CASES = {  # name: (env id, arguments, the action modes compared)
     "adversary_nearest": ("simple_adversary_v3", dict(N=3, num_agent_neighbors=2, num_landmark_neighbors=4), (False,)),
     "push": ("simple_push_v3", {}, (False, True)),
     "speaker_listener": ("simple_speaker_listener_v4", {}, (False, True)),
+    "reference": ("simple_reference_v3", {}, (False, True)),
+    "reference_local": ("simple_reference_v3", dict(local_ratio=0.8), (False,)),
+    "crypto": ("simple_crypto_v3", {}, (False, True)),
     # partial observability with fewer agents observed than there are and more landmarks (zero slots)
     "spread_nearest": ("simple_spread_v3", dict(N=4, local_ratio=0.25, num_agent_neighbors=2, num_landmark_neighbors=5,
                                                 terminate_on_success=True), (False,)),
@@ -36,9 +39,15 @@ def align(ref, ours):
     f.pos_y[0] = f.pos_y.new_tensor([ent.state.p_pos[1] for ent in entities])
     f.vel_x[0] = f.vel_x.new_tensor([ag.state.p_vel[0] for ag in world.agents])
     f.vel_y[0] = f.vel_y.new_tensor([ag.state.p_vel[1] for ag in world.agents])
-    if hasattr(f, "goal"):  # the landmark the scenario drew as the goal
+    first = len(world.agents)  # entity index of the first landmark
+    if hasattr(f, "goal") and f.goal.dim() == 2:  # each agent's goal landmark (for the other agent)
+        f.goal[0] = f.goal.new_tensor([first + world.landmarks.index(ag.goal_b) for ag in world.agents])
+    elif hasattr(f, "goal"):  # the landmark the scenario drew as the goal
         goal = world.agents[0].goal_b if hasattr(world.agents[0], "goal_b") else world.agents[0].goal_a
-        f.goal[0] = len(world.agents) + world.landmarks.index(goal)
+        f.goal[0] = first + world.landmarks.index(goal)
+    if hasattr(f, "key"):  # the landmark whose colour is the key
+        key = world.agents[-1].key
+        f.key[0] = first + next(j for j, lm in enumerate(world.landmarks) if np.array_equal(lm.color, key))
 
 
 def episode(ref, ours, rng, continuous: bool, label: str) -> int:
@@ -100,3 +109,19 @@ def test_spread_ends_once_every_landmark_is_covered():
         _, r2, te2, tr2, _ = ours.step(actions)
         assert te2 == te1 and tr2 == tr1 and all(te2.values()) == (covered == 4)
         assert r2 == pytest.approx(r1, rel=1e-6)
+
+
+def test_crypto_guess_of_all_zeros_pays_nothing():
+    """simple_crypto: a word of zeros (continuous actions) is no guess, in MPE2's rewards and ours."""
+    kw = dict(continuous_actions=True)
+    ref = reference("mpe2.simple_crypto_v3").parallel_env(**kw)
+    ours = importlib.import_module("gpu_zoo.mpe.simple_crypto_v3").parallel_env(**kw)
+    for silent in (("eve_0",), ("bob_0",), ("eve_0", "bob_0")):
+        ref.reset(seed=2)
+        ours.reset(seed=2)
+        align(ref, ours)
+        actions = {a: np.zeros(4, np.float32) if a in silent else np.full(4, 0.3, np.float32) for a in ref.agents}
+        _, r1, *_ = ref.step(actions)
+        _, r2, *_ = ours.step(actions)
+        assert r2 == pytest.approx(r1, rel=1e-6, abs=1e-7), silent
+        assert any(r != 0.0 for r in r1.values()) or silent == ("eve_0", "bob_0")

@@ -1,0 +1,197 @@
+"""MPE simple_crypto: Alice sends Bob a message an eavesdropper, Eve, must not decode.
+
+The same environment as MPE2's ``simple_crypto_v3``, with the same agent names, observation
+layout, action meanings and rewards, run as a Numba kernel on the particle world that every MPE
+scenario shares (`gpu_zoo.mpe.particles`). The state is double precision, as in MPE2, so
+trajectories match MPE2's step for step.
+
+## Rules
+Three agents that never move: ``eve_0`` (the adversary), ``bob_0`` and ``alice_0`` (the
+speaker), and two landmarks whose colours are the one-hot words ``[1, 0, 0, 0]`` and
+``[0, 1, 0, 0]``. At each reset one landmark's colour is drawn as the goal word and another
+draw (possibly the same landmark) as the key that Alice and Bob share. Every agent speaks a
+4-dimensional communication state each step: Alice's is what Bob and Eve hear; Bob's and Eve's
+are their guesses of the goal word.
+
+Eve is paid minus the squared distance of her guess to the goal word. Alice and Bob are both
+paid Eve's squared error minus Bob's. A guess of all zeros (possible with continuous actions)
+counts as no guess and pays nothing. Episodes are truncated after ``max_cycles`` steps.
+
+Starts: agents and landmarks uniform in [-1, 1]^2 (their places are only drawn), silent
+(MPE2's ranges, drawn from gpu_zoo's counter-based generator rather than NumPy's).
+
+## Observations
+Eve: ``alice_comm (4)``. Bob: ``key (4), alice_comm (4)``. Alice: ``goal (4), key (4)``; float32.
+
+## Actions
+Discrete(4): which one-hot word to say. With ``continuous_actions=True``, ``Box(0, 1, (4,))``:
+the word itself.
+
+## Version history
+- v3: matches MPE2's ``simple_crypto_v3``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import gymnasium
+import numpy as np
+
+from gpu_zoo.core import EnvSpec, Field, Group, ObsBlock, PerAgent, PerEnv, PerObs, kernel_fn
+from gpu_zoo.core.rng import randint
+from gpu_zoo.mpe import particles
+from gpu_zoo.mpe.particles import place_landmarks, spawn
+from gpu_zoo.mpe.scenario import check_common
+
+DIM_C = 4  # this scenario's word length
+NUM_AGENTS, NUM_LANDMARKS = 3, 2
+SIZE = 0.05  # every entity's: MPE2's default
+EVE, BOB, ALICE = 0, 1, 2
+
+
+@dataclass(frozen=True)
+class SimpleCryptoParams:
+    """MPE2's ``simple_crypto_v3`` constructor arguments."""
+
+    max_cycles: int = 25
+    continuous_actions: bool = False
+    dynamic_rescaling: bool = True
+    benchmark_data: bool = False
+
+    def __post_init__(self):
+        check_common(self)
+
+
+def groups(p: SimpleCryptoParams) -> tuple[Group, ...]:
+    say = (gymnasium.spaces.Box(0.0, 1.0, (DIM_C,), np.float32) if p.continuous_actions
+           else gymnasium.spaces.Discrete(DIM_C))
+    return (Group("eve", 1, (ObsBlock("alice_comm", DIM_C),), say),
+            Group("bob", 1, (ObsBlock("key", DIM_C), ObsBlock("alice_comm", DIM_C)), say),
+            Group("alice", 1, (ObsBlock("goal", DIM_C), ObsBlock("key", DIM_C)), say))
+
+
+def fields(p: SimpleCryptoParams) -> tuple[Field, ...]:
+    world = particles.world_fields(sizes=(SIZE,) * (NUM_AGENTS + NUM_LANDMARKS),
+                                   collides=(0,) * (NUM_AGENTS + NUM_LANDMARKS), accels=(None,) * NUM_AGENTS)
+    return (*world, Field("goal", "i32", (), "entity index of the landmark whose colour is the goal word"),
+            Field("key", "i32", (), "entity index of the landmark whose colour is the key"),
+            Field("message", "f64", (NUM_AGENTS, DIM_C), "each agent's communication state (what it said last step)"))
+
+
+def constants(p: SimpleCryptoParams) -> dict:
+    return {"num_entities": NUM_AGENTS + NUM_LANDMARKS}
+
+
+# ------------------------------------------------------------------ phases
+@kernel_fn
+def spawn_silent(s, p, e, a):
+    spawn(s, p, e, a)
+    for c in range(DIM_C):
+        s.message[e, a, c] = 0.0
+
+
+@kernel_fn
+def draw_words(s, p, e):
+    """The goal word, then the key, each a landmark's colour; then the landmarks' places (MPE2's order)."""
+    s.goal[e] = p.num_agents + randint(s, e, p.num_entities, 0, NUM_LANDMARKS)
+    s.key[e] = p.num_agents + randint(s, e, p.num_entities, 1, NUM_LANDMARKS)
+    place_landmarks(s, p, e)
+
+
+@kernel_fn
+def _word(s, p, e, j, c):
+    """Channel c of the colour of landmark entity j: its landmark index one-hot."""
+    return 1.0 if c == j - p.num_agents else 0.0
+
+
+@kernel_fn
+def _action(s, p, e, a, c):
+    if a == EVE:
+        return s.act_eve[e, 0, c]
+    if a == BOB:
+        return s.act_bob[e, 0, c]
+    return s.act_alice[e, 0, c]
+
+
+@kernel_fn
+def _index(s, p, e, a):
+    if a == EVE:
+        return s.act_eve[e, 0]
+    if a == BOB:
+        return s.act_bob[e, 0]
+    return s.act_alice[e, 0]
+
+
+@kernel_fn
+def read_discrete_action(s, p, e, a):
+    k = _index(s, p, e, a)
+    for c in range(DIM_C):
+        s.message[e, a, c] = 1.0 if c == k else 0.0
+
+
+@kernel_fn
+def read_continuous_action(s, p, e, a):
+    for c in range(DIM_C):
+        s.message[e, a, c] = np.float64(_action(s, p, e, a, c))
+
+
+@kernel_fn
+def _guess_error(s, p, e, a):
+    """MPE2's ``np.sum(np.square(c - goal))`` of agent a's word, and whether it said anything (non-zero)."""
+    g = s.goal[e]
+    err = 0.0
+    said = False
+    for c in range(DIM_C):
+        v = s.message[e, a, c]
+        said = said or v != 0.0
+        d = v - _word(s, p, e, g, c)
+        err += d * d
+    return err, said
+
+
+@kernel_fn
+def reward(s, p, e, a):
+    eve, eve_said = _guess_error(s, p, e, EVE)
+    if a == EVE:
+        s.rew[e, a] = np.float32(-eve if eve_said else 0.0)
+        return
+    bob, bob_said = _guess_error(s, p, e, BOB)
+    s.rew[e, a] = np.float32((eve if eve_said else 0.0) + (-bob if bob_said else 0.0))
+
+
+@kernel_fn
+def observe(s, p, e, a, i):
+    """Element i of MPE2's observation of agent a."""
+    if a == EVE:
+        return np.float32(s.message[e, ALICE, i])
+    if a == BOB:
+        if i < DIM_C:
+            return np.float32(_word(s, p, e, s.key[e], i))
+        return np.float32(s.message[e, ALICE, i - DIM_C])
+    if i < DIM_C:
+        return np.float32(_word(s, p, e, s.goal[e], i))
+    return np.float32(_word(s, p, e, s.key[e], i - DIM_C))
+
+
+def render(state: dict, p: SimpleCryptoParams, size: int = 320) -> np.ndarray:
+    # MPE2's colours, their first three channels: Bob wears the goal word's
+    words = [tuple(1.0 if c == j else 0.0 for c in range(3)) for j in range(NUM_LANDMARKS)]
+    bob = words[int(state["goal"]) - NUM_AGENTS]
+    colors = [particles.rgb(c) for c in ((0.75, 0.25, 0.25), bob, (0.25, 0.25, 0.25), *words)]
+    return particles.render(state, colors, size, p.max_cycles)
+
+
+SPEC = EnvSpec(
+    id="simple_crypto_v3",
+    params=SimpleCryptoParams,
+    groups=groups,
+    fields=fields,
+    reset=(PerAgent(spawn_silent), PerEnv(draw_words)),
+    step=lambda p: (PerAgent(read_continuous_action if p.continuous_actions else read_discrete_action),
+                    PerAgent(reward)),
+    observe=(PerObs(observe),),
+    constants=constants,
+    render=render,
+    module=__name__,
+)

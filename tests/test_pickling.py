@@ -12,6 +12,7 @@ import textwrap
 from pathlib import Path
 
 import numpy as np
+import pytest
 import torch
 
 import gpu_zoo
@@ -76,3 +77,16 @@ def test_supersuit_workers_started_by_spawn(tmp_path):
                          cwd=str(tmp_path), env={**os.environ, "PYTHONPATH": repo})
     assert out.returncode == 0, out.stderr[-3000:]
     assert "spawned workers stepped" in out.stdout
+
+
+@pytest.mark.cuda
+def test_a_pickled_gpu_env_stays_on_its_gpu():
+    env = gpu_zoo.make("tag_gridworld_v0", num_envs=64, device="cuda", **GRID_SMALL)
+    env.reset(seed=2)
+    copy = pickle.loads(pickle.dumps(env))
+    assert copy.device == env.device
+    for k in range(7):
+        actions = env.sample_actions(torch.Generator(device=env.device).manual_seed(k))
+        env.step(actions)
+        copy.step(actions)
+    torch.testing.assert_close(copy.buffers.storage, env.buffers.storage, rtol=0, atol=0)

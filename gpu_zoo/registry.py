@@ -18,6 +18,8 @@ _ENTRIES: dict[str, str] = {
     "simple_speaker_listener_v4": "gpu_zoo.mpe.simple_speaker_listener:SPEC",
     "simple_reference_v3": "gpu_zoo.mpe.simple_reference:SPEC",
     "simple_crypto_v3": "gpu_zoo.mpe.simple_crypto:SPEC",
+    "simple_formation_v1": "gpu_zoo.mpe.simple_formation:SPEC",
+    "simple_line_v1": "gpu_zoo.mpe.simple_line:SPEC",
     "gather_trade_build_v0": "gpu_zoo.economy.gather_trade_build:SPEC",
 }
 

@@ -23,6 +23,8 @@ PZ_CONFIGS = {
     "simple_speaker_listener_v4": dict(max_cycles=25),
     "simple_reference_v3": dict(max_cycles=25),
     "simple_crypto_v3": dict(max_cycles=25),
+    "simple_formation_v1": dict(max_cycles=25),
+    "simple_line_v1": dict(max_cycles=25),
     "gather_trade_build_v0": dict(max_cycles=60, tax_period=10),
 }
 # The economy with the AI Economist's fixed skills and starts, short, and the period's income observed: the

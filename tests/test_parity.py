@@ -38,6 +38,8 @@ CASES = {
     "speaker_listener": ("simple_speaker_listener_v4", dict(max_cycles=5)),
     "reference": ("simple_reference_v3", dict(local_ratio=0.3, max_cycles=5, continuous_actions=True)),
     "crypto": ("simple_crypto_v3", dict(max_cycles=5)),
+    "formation": ("simple_formation_v1", dict(N=5, max_cycles=5, continuous_actions=True)),
+    "line": ("simple_line_v1", dict(N=3, max_cycles=5, terminate_on_success=True)),
     "economy": ("gather_trade_build_v0", PZ_CONFIGS["gather_trade_build_v0"]),
     "economy_fixed": ("gather_trade_build_v0", ECON_FIXED),
     "economy_saez": ("gather_trade_build_v0", ECON_SAEZ),

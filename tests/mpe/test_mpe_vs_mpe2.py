@@ -25,6 +25,10 @@ CASES = {  # name: (env id, arguments, the action modes compared)
     "reference": ("simple_reference_v3", {}, (False, True)),
     "reference_local": ("simple_reference_v3", dict(local_ratio=0.8), (False,)),
     "crypto": ("simple_crypto_v3", {}, (False, True)),
+    "formation": ("simple_formation_v1", {}, (False, True)),
+    "formation_6": ("simple_formation_v1", dict(N=6), (False,)),
+    "line": ("simple_line_v1", {}, (False, True)),
+    "line_7": ("simple_line_v1", dict(N=7), (False,)),
     # partial observability with fewer agents observed than there are and more landmarks (zero slots)
     "spread_nearest": ("simple_spread_v3", dict(N=4, local_ratio=0.25, num_agent_neighbors=2, num_landmark_neighbors=5,
                                                 terminate_on_success=True), (False,)),
@@ -45,6 +49,10 @@ def align(ref, ours):
     elif hasattr(f, "goal"):  # the landmark the scenario drew as the goal
         goal = world.agents[0].goal_b if hasattr(world.agents[0], "goal_b") else world.agents[0].goal_a
         f.goal[0] = first + world.landmarks.index(goal)
+    if hasattr(f, "target_x") and ref.unwrapped.scenario.__dict__.get("_expected_positions") is not None:
+        points = ref.unwrapped.scenario._expected_positions  # the line's, drawn at the reset
+        f.target_x[0] = f.target_x.new_tensor([q[0] for q in points])
+        f.target_y[0] = f.target_y.new_tensor([q[1] for q in points])
     if hasattr(f, "key"):  # the landmark whose colour is the key
         key = world.agents[-1].key
         f.key[0] = first + next(j for j, lm in enumerate(world.landmarks) if np.array_equal(lm.color, key))
@@ -125,3 +133,30 @@ def test_crypto_guess_of_all_zeros_pays_nothing():
         _, r2, *_ = ours.step(actions)
         assert r2 == pytest.approx(r1, rel=1e-6, abs=1e-7), silent
         assert any(r != 0.0 for r in r1.values()) or silent == ("eve_0", "bob_0")
+
+
+@pytest.mark.parametrize("env_id", ["simple_formation_v1", "simple_line_v1"])
+def test_shapes_end_once_every_agent_is_on_its_point(env_id):
+    """terminate_on_success: MPE2's is_terminal, once every matched distance is under 0.05 (agents given in reverse)."""
+    kw = dict(terminate_on_success=True)
+    ref = reference(f"mpe2.{env_id}").parallel_env(**kw)
+    ours = importlib.import_module(f"gpu_zoo.mpe.{env_id}").parallel_env(**kw)
+    for offset in (0.01, 0.2):
+        ref.reset(seed=3)
+        world = ref.unwrapped.world
+        if env_id == "simple_line_v1":
+            points = ref.unwrapped.scenario._expected_positions
+        else:
+            centre = world.landmarks[0].state.p_pos
+            points = [centre + 0.5 * np.array([np.cos(0.3 + i * np.pi / 2), np.sin(0.3 + i * np.pi / 2)])
+                      for i in range(4)]
+        for agent, point in zip(world.agents, points[::-1], strict=True):
+            agent.state.p_pos = point + offset
+            agent.state.p_vel[:] = 0.0
+        ours.reset(seed=3)
+        align(ref, ours)
+        actions = {a: 0 for a in ref.agents}
+        _, r1, te1, tr1, _ = ref.step(actions)
+        _, r2, te2, tr2, _ = ours.step(actions)
+        assert te2 == te1 and tr2 == tr1 and all(te2.values()) == (offset < 0.05)
+        assert r2 == pytest.approx(r1, rel=1e-6)

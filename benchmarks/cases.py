@@ -95,7 +95,8 @@ def warpdrive_run_cases(device: str, iterations: int, repeats: int) -> list[Case
 # The other MPE scenarios (each with MPE2's default arguments), at the sizes where a GPU is full.
 MPE_FAMILY = {"simple": "simple_v3", "simple_adversary": "simple_adversary_v3", "simple_push": "simple_push_v3",
               "simple_speaker_listener": "simple_speaker_listener_v4", "simple_reference": "simple_reference_v3",
-              "simple_crypto": "simple_crypto_v3"}
+              "simple_crypto": "simple_crypto_v3", "simple_formation": "simple_formation_v1",
+              "simple_line": "simple_line_v1"}
 _FULL = {
     "simple_tag": [1, 1024, 16384, 131072, 1048576],
     "simple_spread": [1024, 16384, 131072, 1048576],

@@ -17,6 +17,8 @@ WORKLOADS = {
     "simple_speaker_listener": "MPE simple_speaker_listener (a speaker, a listener, 3 landmarks)",
     "simple_reference": "MPE simple_reference (2 speaking agents, 3 landmarks)",
     "simple_crypto": "MPE simple_crypto (3 speakers that never move)",
+    "simple_formation": "MPE simple_formation (4 agents round a landmark, matched to points)",
+    "simple_line": "MPE simple_line (4 agents between 2 landmarks, matched to points)",
     "tag_continuous": "Tag continuous (agents per env vary)",
     "tag_gridworld": "Tag gridworld (one runner, 100 x 100 grid, 100-step episodes)",
     "gather_trade_build": "Gather-trade-build",

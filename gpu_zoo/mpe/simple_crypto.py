@@ -76,7 +76,8 @@ def fields(p: SimpleCryptoParams) -> tuple[Field, ...]:
                                    collides=(0,) * (NUM_AGENTS + NUM_LANDMARKS), accels=(None,) * NUM_AGENTS)
     return (*world, Field("goal", "i32", (), "entity index of the landmark whose colour is the goal word"),
             Field("key", "i32", (), "entity index of the landmark whose colour is the key"),
-            Field("message", "f64", (NUM_AGENTS, DIM_C), "each agent's communication state (what it said last step)"))
+            Field("message", "f32", (NUM_AGENTS, DIM_C), "each agent's word of the last step (float32 holds"
+                                                     " each exactly: action values or a one-hot)"))
 
 
 def constants(p: SimpleCryptoParams) -> dict:
@@ -133,7 +134,7 @@ def read_discrete_action(s, p, e, a):
 @kernel_fn
 def read_continuous_action(s, p, e, a):
     for c in range(DIM_C):
-        s.message[e, a, c] = np.float64(_action(s, p, e, a, c))
+        s.message[e, a, c] = _action(s, p, e, a, c)
 
 
 @kernel_fn

@@ -89,7 +89,8 @@ def fields(p: SimpleReferenceParams) -> tuple[Field, ...]:
                                    collides=(0,) * (NUM_AGENTS + NUM_LANDMARKS), accels=(None,) * NUM_AGENTS)
     return (*world, Field("goal", "i32", (NUM_AGENTS,), "entity index of the landmark each agent knows of (the "
                                                         "other's goal)"),
-            Field("message", "f64", (NUM_AGENTS, DIM_C), "each agent's communication state (what it said last step)"))
+            Field("message", "f32", (NUM_AGENTS, DIM_C), "each agent's word of the last step (float32 holds"
+                                                     " each exactly: action values or a one-hot)"))
 
 
 def constants(p: SimpleReferenceParams) -> dict:
@@ -125,7 +126,7 @@ def read_discrete_action(s, p, e, a):
 def read_continuous_action(s, p, e, a):
     continuous_force(s, e, a, s.act_agent[e, a, 2] - s.act_agent[e, a, 1], s.act_agent[e, a, 4] - s.act_agent[e, a, 3])
     for c in range(DIM_C):
-        s.message[e, a, c] = np.float64(s.act_agent[e, a, MOVES + c])
+        s.message[e, a, c] = s.act_agent[e, a, MOVES + c]
 
 
 @kernel_fn

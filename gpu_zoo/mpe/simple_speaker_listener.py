@@ -75,7 +75,8 @@ def fields(p: SimpleSpeakerListenerParams) -> tuple[Field, ...]:
     world = particles.world_fields(sizes=(AGENT_SIZE,) * 2 + (LANDMARK_SIZE,) * NUM_LANDMARKS,
                                    collides=(0,) * (2 + NUM_LANDMARKS), accels=(None, None))
     return (*world, Field("goal", "i32", (), "entity index of the goal landmark"),
-            Field("message", "f64", (DIM_C,), "the speaker's communication state (what it said last step)"))
+            Field("message", "f32", (DIM_C,), "the speaker's word of the last step (float32 holds each"
+                                          " exactly: action values or a one-hot)"))
 
 
 def constants(p: SimpleSpeakerListenerParams) -> dict:
@@ -105,7 +106,7 @@ def read_discrete_action(s, p, e, a):
 def read_continuous_action(s, p, e, a):
     if a < p.speaker_hi:
         for c in range(DIM_C):
-            s.message[e, c] = np.float64(s.act_speaker[e, 0, c])
+            s.message[e, c] = s.act_speaker[e, 0, c]
     else:
         continuous_force(s, e, a, s.act_listener[e, 0, 2] - s.act_listener[e, 0, 1],
                          s.act_listener[e, 0, 4] - s.act_listener[e, 0, 3])

@@ -212,4 +212,6 @@ SPEC = EnvSpec(
     constants=constants,
     render=render,
     module=__name__,
+    # at N=3 on an H200, 131072 envs: 1.44e9 env-steps/s with 64 registers a thread, 1.15e9 with the compiler's choice
+    launch=lambda p: {"max_registers": 64},
 )

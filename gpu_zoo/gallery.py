@@ -152,7 +152,7 @@ def _default_repr(f: dataclasses.Field) -> str:
 
 def params_table(spec: EnvSpec) -> str:
     """Constructor arguments with defaults; float ones can change at run time (``set_params``)."""
-    runtime = set(default_layout(spec).runtime_params)
+    runtime = set(default_layout(spec).live_params)
     docs = _field_docs(spec.params)
     rows = ["| argument | default | type | changeable at run time | meaning |", "| --- | --- | --- | --- | --- |"]
     for f in dataclasses.fields(spec.params):

@@ -5,6 +5,7 @@ import torch
 
 import gpu_zoo
 from gpu_zoo.core.compile import FILL_THREADS, launch_shape
+from tests.helpers import GRID_SMALL
 
 
 def test_one_thread_per_agent_rounded_up_to_a_power_of_two():
@@ -148,3 +149,21 @@ def test_an_env_can_choose_the_split_step_and_a_caller_can_overrule_it():
     assert not layout_launch_shape(layout, 8, split_observe=False).split_observe
     assert layout_launch_shape(layout, 8).threads_per_env == layout_launch_shape(Layout(spec, spec.make_params()),
                                                                                  8).threads_per_env
+
+
+def test_envs_differing_only_in_max_cycles_share_their_kernels():
+    """max_cycles is read at run time: no recompile for another episode length, and set_params changes it."""
+    from gpu_zoo.core.layout import Layout
+
+    spec = gpu_zoo.get_spec("tag_gridworld_v0")
+    short, long = (Layout(spec, spec.make_params(**{**GRID_SMALL, "max_cycles": n})) for n in (3, 40))
+    assert short.key() == long.key() and "max_cycles" not in short.kernel_constants
+    env = gpu_zoo.make("tag_gridworld_v0", num_envs=2, device="cpu", **{**GRID_SMALL, "max_cycles": 40})
+    env.reset(seed=0)
+    env.set_params(max_cycles=2)
+    for t in range(2):
+        env.step(env.sample_actions(torch.Generator().manual_seed(t)))
+    assert (env.state.ep_count == 1).all() and (env.state.last_len == 2).all()
+    with pytest.raises(ValueError, match="max_cycles"):
+        env.set_params(max_cycles=0)
+    assert env.params.max_cycles == 2 and (env.state.max_cycles == 2).all()

@@ -18,7 +18,7 @@ import torch
 from .buffers import Buffers
 from .graphs import capture
 from .launch import Launcher, check_cuda_device, default_device, simulator_enabled
-from .layout import Layout
+from .layout import LIVE_INT_PARAMS, Layout
 from .params import checked
 from .spec import EnvSpec
 
@@ -99,6 +99,8 @@ class BatchedEnv:
         self.buffers = Buffers(self.layout, num_envs, self.device)
         self.state = self.buffers.fields
         self.state.params[:] = torch.as_tensor(self.layout.runtime_values(), device=self.device)
+        for name in LIVE_INT_PARAMS:
+            getattr(self.state, name)[:] = getattr(self.params, name)
         for name, fld in self.layout.fields.items():
             if fld.init is not None:
                 view = self.buffers.raw[name]
@@ -390,19 +392,24 @@ class BatchedEnv:
             out[f"return_{n}"] = f.last_ret[:, gi.lo:gi.hi]
         return out
 
-    def set_params(self, **values: float):
-        """Changes runtime (float) params of every env without recompiling.
+    def set_params(self, **values):
+        """Changes runtime params of every env without recompiling: the float ones, and ``max_cycles``.
 
         The new values pass the checks a constructor's do (types, ranges, relations between
-        params); a refused call changes nothing.
+        params); a refused call changes nothing. A shorter ``max_cycles`` truncates the running
+        episodes that have reached it at their next step.
         """
-        names = self.layout.runtime_params
+        names = self.layout.live_params
         for k in values:
             if k not in names:
                 raise ValueError(f"{k!r} is not a runtime param; runtime params are {list(names)}")
         params = dataclasses.replace(self.params, **checked(type(self.params), values))
+        floats = self.layout.runtime_params
         for k in values:
-            self.state.params[:, names.index(k)] = float(getattr(params, k))
+            if k in floats:
+                self.state.params[:, floats.index(k)] = float(getattr(params, k))
+            else:
+                getattr(self.state, k)[:] = getattr(params, k)
         self.params = params
 
     def render(self, env_index: int = 0) -> np.ndarray:

@@ -31,7 +31,7 @@ import numpy as np
 
 from . import episode as _episode
 from . import rng as _rng
-from .layout import Layout
+from .layout import LIVE_INT_PARAMS, Layout
 from .spec import PerAgent, PerEnv, PerItem, PerObs
 
 
@@ -291,6 +291,9 @@ def _params_source(layout: Layout, deco: str) -> tuple[str, list[str]]:
     for i, k in enumerate(layout.runtime_params):
         names.append(k)
         values.append(f"s.params[e, {i}]")
+    for k in LIVE_INT_PARAMS:
+        names.append(k)
+        values.append(f"s.{k}[e]")
     body = [deco, "def _params(s, e):", f"    return Params({', '.join(values)})"]
     return "\n".join(body), names
 

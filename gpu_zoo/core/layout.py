@@ -25,6 +25,7 @@ CORE_DOCS = {
     "seed": "the two 31-bit halves of the env's seed",
     "episode": "episodes started in this env since reset(seed)",
     "t": "step count of the running episode",
+    "max_cycles": "the step count at which episodes are truncated (a runtime value: set_params changes it)",
     "start_t": "step count the running episode started at: 0, or a late first start's (reset's start_steps)",
     "ep_count": "episodes finished in this env since reset(seed)",
     "last_len": "length of the last finished episode",
@@ -37,6 +38,8 @@ CORE_DOCS = {
     "autoreset": "1 if the env restarts as soon as its episode ends",
     "finished": "1 once an episode ended without auto-reset: later steps leave the env as it is until reset",
 }
+LIVE_INT_PARAMS = ("max_cycles",)
+"""Int params kept in a core field of their own name rather than compiled in."""
 
 
 @dataclass(frozen=True)
@@ -145,7 +148,8 @@ class Layout:
         out = [Field(n, "f32", (A,), CORE_DOCS[n]) for n in ("rew", "ep_ret", "last_ret")]
         out.append(Field("params", "f32", (max(1, len(self.runtime_params)),), "runtime float params"))
         out += [Field("seed", "i32", (2,), CORE_DOCS["seed"])]
-        out += [Field(n, "i32", (), CORE_DOCS[n]) for n in ("episode", "t", "start_t", "ep_count", "last_len")]
+        out += [Field(n, "i32", (), CORE_DOCS[n]) for n in ("episode", "t", "start_t", "ep_count", "last_len",
+                                                             "max_cycles")]
         out += [Field(n, "u8", (A,), CORE_DOCS[n]) for n in ("alive", "active", "term", "trunc")]
         out += [Field(n, "u8", (), CORE_DOCS[n]) for n in ("done", "over", "autoreset", "finished")]
         for gi in self.groups.values():
@@ -188,20 +192,29 @@ class Layout:
         return tuple(out)
 
     @cached_property
+    def live_params(self) -> tuple[str, ...]:
+        """Params the kernels read at run time, which ``set_params`` changes: the float ones and `LIVE_INT_PARAMS`."""
+        return (*self.runtime_params, *LIVE_INT_PARAMS)
+
+    @cached_property
     def runtime_params(self) -> tuple[str, ...]:
         """Params stored per env at run time: the float ones."""
         return tuple(f.name for f in dataclasses.fields(self.params) if f.type in (float, "float"))
 
     @cached_property
     def kernel_constants(self) -> dict:
-        """Compile-time constants: the non-float, non-str params and the spec's extra constants."""
+        """Compile-time constants: the non-float, non-str params but ``max_cycles``, and the spec's extra constants.
+
+        ``max_cycles`` is read from its field (`LIVE_INT_PARAMS`): envs differing only in episode
+        length share their kernels.
+        """
         out = {}
         for f in dataclasses.fields(self.params):
             v = getattr(self.params, f.name)
-            if f.name not in self.runtime_params and isinstance(v, bool | int | float):
+            if f.name not in self.live_params and isinstance(v, bool | int | float):
                 out[f.name] = v
         extra = self.spec.constants(self.params)
-        clash = set(extra) & (set(out) | set(self.runtime_params))
+        clash = set(extra) & (set(out) | set(self.live_params))
         if clash:
             raise ValueError(f"{self.spec.id}: constants {sorted(clash)} clash with params")
         out.update(extra)

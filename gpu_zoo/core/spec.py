@@ -171,8 +171,8 @@ class EnvSpec:
     Attributes:
         id: versioned id, e.g. ``"tag_continuous_v0"``.
         params: a frozen dataclass of constructor arguments. ``float`` fields are runtime values
-            (stored per environment, changeable without recompiling); every other field is a
-            compile-time constant. It must have an int ``max_cycles``.
+            (stored per environment, changeable without recompiling), and so is the int
+            ``max_cycles`` it must have; every other field is a compile-time constant.
         groups: ``groups(params) -> tuple[Group, ...]``.
         fields: ``fields(params) -> tuple[Field, ...]``, the env's own state.
         reset: phases that draw a fresh episode start for one environment. Like ``step`` and

@@ -26,9 +26,9 @@ CASES = {  # name: (env id, arguments, the action modes compared)
     "reference_local": ("simple_reference_v3", dict(local_ratio=0.8), (False,)),
     "crypto": ("simple_crypto_v3", {}, (False, True)),
     "formation": ("simple_formation_v1", {}, (False, True)),
-    "formation_6": ("simple_formation_v1", dict(N=6), (False,)),
+    "formation_6": ("simple_formation_v1", dict(N=6, terminate_on_success=True), (False,)),
     "line": ("simple_line_v1", {}, (False, True)),
-    "line_7": ("simple_line_v1", dict(N=7), (False,)),
+    "line_7": ("simple_line_v1", dict(N=7, terminate_on_success=True), (False,)),
     # partial observability with fewer agents observed than there are and more landmarks (zero slots)
     "spread_nearest": ("simple_spread_v3", dict(N=4, local_ratio=0.25, num_agent_neighbors=2, num_landmark_neighbors=5,
                                                 terminate_on_success=True), (False,)),
@@ -135,10 +135,10 @@ def test_crypto_guess_of_all_zeros_pays_nothing():
         assert any(r != 0.0 for r in r1.values()) or silent == ("eve_0", "bob_0")
 
 
-@pytest.mark.parametrize("env_id", ["simple_formation_v1", "simple_line_v1"])
-def test_shapes_end_once_every_agent_is_on_its_point(env_id):
+@pytest.mark.parametrize("case", ["formation_6", "line_7"])
+def test_shapes_end_once_every_agent_is_on_its_point(case):
     """terminate_on_success: MPE2's is_terminal, once every matched distance is under 0.05 (agents given in reverse)."""
-    kw = dict(terminate_on_success=True)
+    env_id, kw, _ = CASES[case]
     ref = reference(f"mpe2.{env_id}").parallel_env(**kw)
     ours = importlib.import_module(f"gpu_zoo.mpe.{env_id}").parallel_env(**kw)
     for offset in (0.01, 0.2):
@@ -148,8 +148,9 @@ def test_shapes_end_once_every_agent_is_on_its_point(env_id):
             points = ref.unwrapped.scenario._expected_positions
         else:
             centre = world.landmarks[0].state.p_pos
-            points = [centre + 0.5 * np.array([np.cos(0.3 + i * np.pi / 2), np.sin(0.3 + i * np.pi / 2)])
-                      for i in range(4)]
+            n = kw["N"]
+            points = [centre + 0.5 * np.array([np.cos(0.3 + i * 2 * np.pi / n), np.sin(0.3 + i * 2 * np.pi / n)])
+                      for i in range(n)]
         for agent, point in zip(world.agents, points[::-1], strict=True):
             agent.state.p_pos = point + offset
             agent.state.p_vel[:] = 0.0

@@ -96,7 +96,7 @@ def warpdrive_run_cases(device: str, iterations: int, repeats: int) -> list[Case
 MPE_FAMILY = {"simple": "simple_v3", "simple_adversary": "simple_adversary_v3", "simple_push": "simple_push_v3",
               "simple_speaker_listener": "simple_speaker_listener_v4", "simple_reference": "simple_reference_v3",
               "simple_crypto": "simple_crypto_v3", "simple_formation": "simple_formation_v1",
-              "simple_line": "simple_line_v1"}
+              "simple_line": "simple_line_v1", "simple_world_comm": "simple_world_comm_v3"}
 _FULL = {
     "simple_tag": [1, 1024, 16384, 131072, 1048576],
     "simple_spread": [1024, 16384, 131072, 1048576],

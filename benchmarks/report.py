@@ -19,6 +19,7 @@ WORKLOADS = {
     "simple_crypto": "MPE simple_crypto (3 speakers that never move)",
     "simple_formation": "MPE simple_formation (4 agents round a landmark, matched to points)",
     "simple_line": "MPE simple_line (4 agents between 2 landmarks, matched to points)",
+    "simple_world_comm": "MPE simple_world_comm (4 predators, a speaking leader among them, 2 prey, forests, food)",
     "tag_continuous": "Tag continuous (agents per env vary)",
     "tag_gridworld": "Tag gridworld (one runner, 100 x 100 grid, 100-step episodes)",
     "gather_trade_build": "Gather-trade-build",

@@ -29,6 +29,10 @@ CASES = {  # name: (env id, arguments, the action modes compared)
     "formation_6": ("simple_formation_v1", dict(N=6, terminate_on_success=True), (False,)),
     "line": ("simple_line_v1", {}, (False, True)),
     "line_7": ("simple_line_v1", dict(N=7, terminate_on_success=True), (False,)),
+    "world_comm": ("simple_world_comm_v3", {}, (False, True)),
+    # one predator (no followers), more prey, forests and food, no obstacle
+    "world_comm_alone": ("simple_world_comm_v3", dict(num_adversaries=1, num_good=3, num_obstacles=0, num_food=3,
+                                                      num_forests=3), (False,)),
     # partial observability with fewer agents observed than there are and more landmarks (zero slots)
     "spread_nearest": ("simple_spread_v3", dict(N=4, local_ratio=0.25, num_agent_neighbors=2, num_landmark_neighbors=5,
                                                 terminate_on_success=True), (False,)),

@@ -21,6 +21,7 @@ _ENTRIES: dict[str, str] = {
     "simple_formation_v1": "gpu_zoo.mpe.simple_formation:SPEC",
     "simple_line_v1": "gpu_zoo.mpe.simple_line:SPEC",
     "simple_world_comm_v3": "gpu_zoo.mpe.simple_world_comm:SPEC",
+    "collect_treasure_v1": "gpu_zoo.mpe.collect_treasure:SPEC",
     "gather_trade_build_v0": "gpu_zoo.economy.gather_trade_build:SPEC",
 }
 

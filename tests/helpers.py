@@ -26,6 +26,7 @@ PZ_CONFIGS = {
     "simple_formation_v1": dict(max_cycles=25),
     "simple_line_v1": dict(max_cycles=25),
     "simple_world_comm_v3": dict(max_cycles=25),
+    "collect_treasure_v1": dict(max_cycles=25),
     "gather_trade_build_v0": dict(max_cycles=60, tax_period=10),
 }
 # The economy with the AI Economist's fixed skills and starts, short, and the period's income observed: the

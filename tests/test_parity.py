@@ -41,6 +41,7 @@ CASES = {
     "formation": ("simple_formation_v1", dict(N=6, max_cycles=5, terminate_on_success=True)),
     "line": ("simple_line_v1", dict(N=7, max_cycles=5, terminate_on_success=True)),
     "world_comm": ("simple_world_comm_v3", dict(max_cycles=5, continuous_actions=True)),
+    "treasure": ("collect_treasure_v1", dict(num_collectors=3, num_deposits=2, num_treasures=4, max_cycles=5)),
     "economy": ("gather_trade_build_v0", PZ_CONFIGS["gather_trade_build_v0"]),
     "economy_fixed": ("gather_trade_build_v0", ECON_FIXED),
     "economy_saez": ("gather_trade_build_v0", ECON_SAEZ),

@@ -11,7 +11,7 @@ A step, as MPE2 takes it: each agent's action becomes a force (`discrete_force`,
 colliding entities pushes each other apart with a soft contact force
 (``contact_force * delta / dist * log(1 + exp(-(dist - size_sum) / margin)) * margin``), summed
 in entity order (`add_contact_forces`); then each agent integrates (`integrate`):
-position += velocity * dt, velocity *= (1 - damping), velocity += force * dt, the speed clipped
+position += velocity * dt, velocity *= (1 - damping), velocity += force / mass * dt, the speed clipped
 to the agent's ``max_speed`` where it has one. Landmarks never move.
 """
 
@@ -35,14 +35,17 @@ DIM_C = 2
 """Length of a communication vector in the scenarios that carry one, spoken or not."""
 
 
-def world_fields(sizes, collides, accels=None, max_speeds=None) -> tuple[Field, ...]:
+def world_fields(sizes, collides, accels=None, max_speeds=None, masses=None) -> tuple[Field, ...]:
     """The particle state of ``len(sizes)`` entities of which the first ``len(accels)`` are agents.
 
     ``sizes`` and ``collides`` per entity; ``accels`` and ``max_speeds`` per agent (None for
-    MPE2's None: the default sensitivity, no speed limit).
+    MPE2's None: the default sensitivity, no speed limit); ``masses`` per agent where they are
+    not all 1, for `integrate_with_mass`.
     """
     N, A = len(sizes), len(accels)
-    return (
+    mass = () if masses is None else (Field("mass", "f64", (A,), "mass of each agent",
+                                            init=tuple(float(v) for v in masses)),)
+    return (*mass,
         Field("pos_x", "f64", (N,), "x of agents, then landmarks"),
         Field("pos_y", "f64", (N,), "y of agents, then landmarks"),
         Field("vel_x", "f64", (A,), "x velocity of each agent"),
@@ -141,11 +144,22 @@ def add_contact_forces(s, p, e, a):
 
 @kernel_fn
 def integrate(s, p, e, a):
-    """MPE2's ``integrate_state`` for agent a: move, damp, accelerate, clip the speed."""
+    """MPE2's ``integrate_state`` for agent a of unit mass: move, damp, accelerate, clip the speed."""
+    _integrate(s, e, a, 1.0)
+
+
+@kernel_fn
+def integrate_with_mass(s, p, e, a):
+    """`integrate` for a world whose agents have masses of their own (a ``mass`` field, one per agent)."""
+    _integrate(s, e, a, s.mass[e, a])
+
+
+@kernel_fn
+def _integrate(s, e, a, mass):
     s.pos_x[e, a] += s.vel_x[e, a] * DT
     s.pos_y[e, a] += s.vel_y[e, a] * DT
-    vx = s.vel_x[e, a] * (1 - DAMPING) + s.force_x[e, a] * DT
-    vy = s.vel_y[e, a] * (1 - DAMPING) + s.force_y[e, a] * DT
+    vx = s.vel_x[e, a] * (1 - DAMPING) + (s.force_x[e, a] / mass) * DT
+    vy = s.vel_y[e, a] * (1 - DAMPING) + (s.force_y[e, a] / mass) * DT
     top = s.max_speed[e, a]
     if top > 0.0:
         speed = math.sqrt(vx * vx + vy * vy)

@@ -1,10 +1,13 @@
 """The MPE scenarios against MPE2's own: same start, same actions, same episodes to the bit.
 
 Each case starts both envs, then copies MPE2's start state (every entity's position, every
-agent's velocity) into ours: the two draw their starts from different generators, and the copy
-is what aligns them. Both then take the same random actions for whole episodes, in both action
-modes and several sizes; the state is double precision as in MPE2, so observations and
-``state()`` match bit for bit from the first step on, and rewards to their rounding to float32.
+agent's velocity, the goals and types drawn) into ours: the two draw their starts from
+different generators, and the copy is what aligns them. collect_treasure also draws during an
+episode (a picked-up treasure's return): ours steps first, and MPE2's generator is replaced by
+one handing out the places and types ours drew. Both then take the same random actions for
+whole episodes, in both action modes and several sizes; the state is double precision as in MPE2,
+so observations and ``state()`` match bit for bit from the first step on, and rewards to their
+rounding to float32.
 Three episodes per case, each reset and aligned anew.
 """
 
@@ -31,6 +34,9 @@ CASES = {  # name: (env id, arguments, the action modes compared)
     "line_7": ("simple_line_v1", dict(N=7, terminate_on_success=True), (False,)),
     "world_comm": ("simple_world_comm_v3", {}, (False, True)),
     # one predator (no followers), more prey, forests and food, no obstacle
+    "treasure": ("collect_treasure_v1", {}, (False, True)),
+    # crowded: pickups and deliveries every few steps
+    "treasure_crowded": ("collect_treasure_v1", dict(num_collectors=3, num_deposits=3, num_treasures=12), (False,)),
     "world_comm_alone": ("simple_world_comm_v3", dict(num_adversaries=1, num_good=3, num_obstacles=0, num_food=3,
                                                       num_forests=3), (False,)),
     # partial observability with fewer agents observed than there are and more landmarks (zero slots)
@@ -57,9 +63,35 @@ def align(ref, ours):
         points = ref.unwrapped.scenario._expected_positions  # the line's, drawn at the reset
         f.target_x[0] = f.target_x.new_tensor([q[0] for q in points])
         f.target_y[0] = f.target_y.new_tensor([q[1] for q in points])
+    if hasattr(f, "treasure_type"):
+        f.treasure_type[0] = f.treasure_type.new_tensor([lm.type for lm in world.landmarks])
     if hasattr(f, "key"):  # the landmark whose colour is the key
         key = world.agents[-1].key
         f.key[0] = first + next(j for j, lm in enumerate(world.landmarks) if np.array_equal(lm.color, key))
+
+
+class _Returns:
+    """Hands MPE2's collect_treasure the draws ours made: each returning treasure's place and type, in order."""
+
+    def __init__(self, draws):
+        self.draws = list(draws)
+
+    def uniform(self, low=0.0, high=1.0, size=None):
+        if size is None:
+            return 0.0  # MPE2's respawn_prob check (1.0): always return
+        return self.draws.pop(0)
+
+    def integers(self, low, high=None):
+        return self.draws.pop(0)
+
+
+def hand_over_returns(ref, ours, gone):
+    """collect_treasure draws a returning treasure's place from its own generator: give it the ones ours drew."""
+    f, n = ours.batched.state, len(ref.unwrapped.world.agents)
+    draws = []
+    for t in gone.nonzero().flatten().tolist():
+        draws += [np.array([float(f.pos_x[0, n + t]), float(f.pos_y[0, n + t])]), int(f.treasure_type[0, t])]
+    ref.unwrapped.world._np_random = _Returns(draws)
 
 
 def episode(ref, ours, rng, continuous: bool, label: str) -> int:
@@ -67,8 +99,11 @@ def episode(ref, ours, rng, continuous: bool, label: str) -> int:
     while ref.agents:
         actions = {a: rng.random(ref.action_space(a).shape, dtype=np.float32) if continuous
                    else int(rng.integers(ref.action_space(a).n)) for a in ref.agents}
-        o1, r1, te1, tr1, _ = ref.step(actions)
+        gone = ours.batched.state.treasure_alive[0] == 0 if hasattr(ours.batched.state, "treasure_alive") else None
         o2, r2, te2, tr2, _ = ours.step(actions)
+        if gone is not None:
+            hand_over_returns(ref, ours, gone)
+        o1, r1, te1, tr1, _ = ref.step(actions)
         steps += 1
         where = f"{label}, step {steps}"
         assert set(o1) == set(o2), where
@@ -165,3 +200,39 @@ def test_shapes_end_once_every_agent_is_on_its_point(case):
         _, r2, te2, tr2, _ = ours.step(actions)
         assert te2 == te1 and tr2 == tr1 and all(te2.values()) == (offset < 0.05)
         assert r2 == pytest.approx(r1, rel=1e-6)
+
+
+def test_treasure_pickup_return_and_delivery_as_mpe2():
+    """collect_treasure: a pickup, the treasure's return and a delivery, as MPE2's at each step.
+
+    A collector put on a treasure picks it up; the next step the treasure returns and the
+    collector, put on its type's deposit, delivers it.
+    """
+    env_id, kw, _ = CASES["treasure"]
+    ref = reference(f"mpe2.{env_id}").parallel_env(**kw)
+    ours = importlib.import_module(f"gpu_zoo.mpe.{env_id}").parallel_env(**kw)
+    ref.reset(seed=4)
+    world = ref.unwrapped.world
+    first, deposit = world.landmarks[0], world.agents[6 + world.landmarks[0].type]
+    world.agents[0].state.p_pos = first.state.p_pos.copy()
+    ours.reset(seed=4)
+    align(ref, ours)
+    f = ours.batched.state
+    for step in range(3):
+        if step == 1:  # carry it onto the deposit of its type
+            world.agents[0].state.p_pos = deposit.state.p_pos.copy()
+            f.pos_x[0, 0], f.pos_y[0, 0] = float(deposit.state.p_pos[0]), float(deposit.state.p_pos[1])
+        actions = {a: 0 for a in ref.agents}
+        gone = f.treasure_alive[0] == 0
+        o2, r2, *_ = ours.step(actions)
+        hand_over_returns(ref, ours, gone)
+        o1, r1, *_ = ref.step(actions)
+        for a in o1:
+            np.testing.assert_array_equal(o2[a], o1[a], err_msg=f"obs of {a}, step {step}")
+        assert r2 == pytest.approx(r1, rel=1e-6, abs=1e-7), step
+        if step == 0:
+            assert int(f.holding[0, 0]) == first.type and not bool(f.treasure_alive[0, 0])
+            assert r1["deposit_0"] >= 5.0 - 1.0  # the pickup's +5, less the deposit's shaping
+        if step == 1:
+            assert bool(f.treasure_alive[0, 0]) and int(f.holding[0, 0]) == -1  # returned, and delivered
+            assert r1["collector_0"] >= 5.0 - 1.0

@@ -253,6 +253,9 @@ PRESETS: dict[str, Args] = {
         env_id="simple_tag_v3", env_kwargs=dict(max_cycles=25), num_envs=512, num_steps=50,
         total_env_steps=5_000_000, ent_coef=0.01),
     # MPE2's cooperative navigation: three agents learn to cover the three landmarks between them.
+    # On a 2-core CPU (13k env-steps/s), 2M env-steps in 2.5 minutes take the return per agent from
+    # random's -25.6 to -18.7 (`gpu-zoo train simple_spread_v3 --total-env-steps 2000000 --device cpu`,
+    # then `gpu-zoo eval`: 100 episodes each, the same starts).
     "simple_spread_v3": Args(
         env_id="simple_spread_v3", env_kwargs=dict(max_cycles=25), num_envs=512, num_steps=25,
         total_env_steps=5_000_000, ent_coef=0.01),

@@ -167,3 +167,22 @@ def test_envs_differing_only_in_max_cycles_share_their_kernels():
     with pytest.raises(ValueError, match="max_cycles"):
         env.set_params(max_cycles=0)
     assert env.params.max_cycles == 2 and (env.state.max_cycles == 2).all()
+
+
+def test_a_few_envs_run_serially_on_the_cpu_and_step_as_the_parallel_driver_does():
+    """Up to SERIAL_MAX_ENVS the CPU runs the envs in order (no thread pool); both drivers give the same states."""
+    from gpu_zoo.core.launch import SERIAL_MAX_ENVS
+
+    few = gpu_zoo.make("tag_gridworld_v0", num_envs=SERIAL_MAX_ENVS, device="cpu", **GRID_SMALL)
+    many = gpu_zoo.make("tag_gridworld_v0", num_envs=SERIAL_MAX_ENVS + 1, device="cpu", **GRID_SMALL)
+    assert few._launcher._steps[0][0] is few._launcher.module.step_serial
+    assert many._launcher._steps[0][0] is many._launcher.module.step
+    few.reset(seed=3)
+    many.reset(seed=3)
+    gen = torch.Generator().manual_seed(0)
+    for _ in range(2 * GRID_SMALL["max_cycles"]):  # auto-resets included
+        acts = many.sample_actions(gen)
+        many.step(acts)
+        few.step({g: a[:SERIAL_MAX_ENVS] for g, a in acts.items()})
+        for name, mine in few.buffers.raw.items():
+            assert torch.equal(mine, many.buffers.raw[name][:SERIAL_MAX_ENVS]), name

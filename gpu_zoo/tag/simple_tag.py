@@ -25,14 +25,17 @@ the same ranges as MPE2, drawn from gpu_zoo's counter-based generator rather tha
 
 ## Observations
 ``self_vel (2), self_pos (2), landmark_rel_pos (2 per obstacle), other_rel_pos (2 per other
-agent, in agent order), other_good_vel (2 per other good agent)``, float32.
+agent, in agent order), other_good_vel (2 per other good agent)``, float32. With MPE2's partial
+observability, ``num_landmark_neighbors`` slots of the nearest obstacles and
+``num_agent_neighbors`` of the nearest other agents (nearest first, zeros past the count), and a
+velocity slot for each agent slot (zeros for adversaries).
 
 ## Actions
 Discrete(5): no-op, left, right, down, up. With ``continuous_actions=True``, ``Box(0, 1, (5,))``
 whose force is ``(a[2] - a[1], a[4] - a[3])`` times the agent's acceleration.
 
 ## Version history
-- v3: matches MPE2's ``simple_tag_v3`` (full observability).
+- v3: matches MPE2's ``simple_tag_v3``, partial observability included.
 """
 
 from __future__ import annotations
@@ -45,7 +48,8 @@ import numpy as np
 
 from gpu_zoo.core import EnvSpec, Field, Group, ObsBlock, PerAgent, PerEnv, PerObs, kernel_fn
 from gpu_zoo.core.rng import uniform
-from gpu_zoo.mpe.particles import _log1p_exp
+from gpu_zoo.mpe.particles import _log1p_exp, nearest
+from gpu_zoo.mpe.scenario import check_common, check_neighbors
 
 # MPE's world and scenario constants (attributes of MPE2's World and make_world, not arguments).
 DT = 0.1
@@ -69,6 +73,8 @@ class SimpleTagParams:
     continuous_actions: bool = False
     terminate_on_success: bool = False
     dynamic_rescaling: bool = True
+    benchmark_data: bool = False
+    curriculum: bool = False
     num_agent_neighbors: int | None = None
     num_landmark_neighbors: int | None = None
 
@@ -77,9 +83,20 @@ class SimpleTagParams:
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < least:
                 raise ValueError(f"{name} must be an int >= {least}, got {v!r}")
-        if self.num_agent_neighbors is not None or self.num_landmark_neighbors is not None:
-            raise NotImplementedError("simple_tag_v3: partial observability (num_*_neighbors) is not supported yet; "
-                                      "pass None for full observability")
+        check_neighbors(self)
+        check_common(self)
+        if self.curriculum:
+            raise NotImplementedError("simple_tag_v3: curriculum=True (MPE2's stages advanced by method calls) is not "
+                                      "supported; pass curriculum=False")
+
+
+def observed_landmarks(p: SimpleTagParams) -> int:
+    return p.num_obstacles if p.num_landmark_neighbors is None else p.num_landmark_neighbors
+
+
+def observed_agents(p: SimpleTagParams) -> int | None:
+    """Other agents in the observation's slots with partial observability, None without (every other agent)."""
+    return p.num_agent_neighbors
 
 
 def groups(p: SimpleTagParams) -> tuple[Group, ...]:
@@ -89,9 +106,14 @@ def groups(p: SimpleTagParams) -> tuple[Group, ...]:
     else:
         act = gymnasium.spaces.Discrete(5)
 
+    L = observed_landmarks(p)
+    K = observed_agents(p)
+
     def obs(good_others: int):
+        # partial observability: K slots of the nearest others, a velocity slot each (zeros for adversaries)
+        others, vels = (A - 1, good_others) if K is None else (K, K)
         return (ObsBlock("self_vel", 2), ObsBlock("self_pos", 2), ObsBlock("landmark_rel_pos", 2 * L),
-                ObsBlock("other_rel_pos", 2 * (A - 1)), ObsBlock("other_good_vel", 2 * good_others))
+                ObsBlock("other_rel_pos", 2 * others), ObsBlock("other_good_vel", 2 * vels))
 
     return (Group("adversary", p.num_adversaries, obs(p.num_good), act),
             Group("agent", p.num_good, obs(p.num_good - 1), act))
@@ -110,7 +132,12 @@ def fields(p: SimpleTagParams) -> tuple[Field, ...]:
 
 
 def constants(p: SimpleTagParams) -> dict:
-    return {"num_entities": p.num_good + p.num_adversaries + p.num_obstacles}
+    out = {"num_entities": p.num_good + p.num_adversaries + p.num_obstacles}
+    if p.num_agent_neighbors is not None or p.num_landmark_neighbors is not None:
+        out.update(observed_landmarks=observed_landmarks(p), observed_agents=observed_agents(p) or 0,
+                   nearest_landmarks=p.num_landmark_neighbors is not None,
+                   nearest_agents=p.num_agent_neighbors is not None)
+    return out
 
 
 # ------------------------------------------------------------------ phases
@@ -264,6 +291,44 @@ def observe(s, p, e, a, i):
     return np.float32(s.pos_y[e, j] - s.pos_y[e, a])
 
 
+@kernel_fn
+def _relative(s, e, a, j, axis):
+    if axis == 0:
+        return np.float32(s.pos_x[e, j] - s.pos_x[e, a])
+    return np.float32(s.pos_y[e, j] - s.pos_y[e, a])
+
+
+@kernel_fn
+def observe_nearest(s, p, e, a, i):
+    """Element i of MPE2's observation of agent a with partial observability (``num_*_neighbors``).
+
+    The nearest landmarks and other agents, nearest first (ties to the lower index, as MPE2's
+    ``np.argsort``), slots past the count zero; a velocity slot per agent slot, zero for
+    adversaries. Without ``num_agent_neighbors`` every other agent is observed as in `observe`.
+    """
+    if i < 4:
+        return observe(s, p, e, a, i)
+    k = i - 4
+    if k < 2 * p.observed_landmarks:
+        j = p.num_agents + k // 2
+        if p.nearest_landmarks:
+            j = nearest(s, e, a, p.num_agents, p.num_entities, k // 2)
+            if j < 0:
+                return np.float32(0.0)
+        return _relative(s, e, a, j, k % 2)
+    k -= 2 * p.observed_landmarks
+    if not p.nearest_agents:  # every other agent, as in `observe`
+        return observe(s, p, e, a, 4 + 2 * p.num_obstacles + k)
+    if k < 2 * p.observed_agents:
+        j = nearest(s, e, a, 0, p.num_agents, k // 2)
+        return np.float32(0.0) if j < 0 else _relative(s, e, a, j, k % 2)
+    k -= 2 * p.observed_agents
+    j = nearest(s, e, a, 0, p.num_agents, k // 2)
+    if j < p.agent_lo:  # no agent in the slot (-1), or an adversary
+        return np.float32(0.0)
+    return np.float32(s.vel_x[e, j] if k % 2 == 0 else s.vel_y[e, j])
+
+
 # ------------------------------------------------------------------ render
 def render(state: dict, p: SimpleTagParams, size: int = 320) -> np.ndarray:
     """MPE's view: adversaries red, good agents green, obstacles dark grey."""
@@ -293,7 +358,8 @@ SPEC = EnvSpec(
     reset=(PerAgent(spawn), PerEnv(place_obstacles)),
     step=lambda p: (PerAgent(read_continuous_action if p.continuous_actions else read_discrete_action),
                     PerAgent(apply_forces), PerAgent(integrate), PerAgent(reward), PerEnv(check_success)),
-    observe=(PerObs(observe),),
+    observe=lambda p: (PerObs(observe if p.num_agent_neighbors is None and p.num_landmark_neighbors is None
+                              else observe_nearest),),
     constants=constants,
     render=render,
     module=__name__,

@@ -18,6 +18,11 @@ CONFIGS = [
     dict(num_good=2, num_adversaries=2, num_obstacles=1),
     dict(num_good=3, num_adversaries=4, num_obstacles=0),
 ]
+PARTIAL = [  # MPE2's partial observability: fewer slots than entities, more (zero slots), landmarks only
+    dict(num_good=2, num_adversaries=3, num_obstacles=2, num_agent_neighbors=2, num_landmark_neighbors=1),
+    dict(num_good=1, num_adversaries=2, num_obstacles=1, num_agent_neighbors=5, num_landmark_neighbors=3),
+    dict(num_good=2, num_adversaries=2, num_obstacles=3, num_landmark_neighbors=2),
+]
 
 
 def copy_state(ref, ours):
@@ -30,10 +35,10 @@ def copy_state(ref, ours):
     f.vel_y[0] = f.vel_y.new_tensor([ag.state.p_vel[1] for ag in world.agents])
 
 
-@pytest.mark.parametrize("continuous", [False, True])
-@pytest.mark.parametrize("cfg", range(len(CONFIGS)))
+@pytest.mark.parametrize("cfg, continuous", [(c, m) for c in range(len(CONFIGS)) for m in (False, True)]
+                         + [(len(CONFIGS) + c, False) for c in range(len(PARTIAL))])
 def test_matches_mpe2_step_for_step(cfg, continuous):
-    kw = dict(**CONFIGS[cfg], max_cycles=25, continuous_actions=continuous)
+    kw = dict(**(CONFIGS + PARTIAL)[cfg], max_cycles=25, continuous_actions=continuous)
     ref = mpe2_simple_tag.parallel_env(**kw)
     ours = simple_tag_v3.parallel_env(**kw)
     ref.reset(seed=cfg)
@@ -86,5 +91,7 @@ def test_terminate_on_success():
 
 
 def test_unsupported_mpe2_options_are_refused():
-    with pytest.raises(NotImplementedError, match="partial observability"):
-        simple_tag_v3.parallel_env(num_agent_neighbors=2)
+    with pytest.raises(NotImplementedError, match="curriculum"):
+        simple_tag_v3.parallel_env(curriculum=True)
+    with pytest.raises(ValueError, match="num_agent_neighbors"):
+        simple_tag_v3.parallel_env(num_agent_neighbors=0)

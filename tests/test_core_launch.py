@@ -186,3 +186,16 @@ def test_a_few_envs_run_serially_on_the_cpu_and_step_as_the_parallel_driver_does
         few.step({g: a[:SERIAL_MAX_ENVS] for g, a in acts.items()})
         for name, mine in few.buffers.raw.items():
             assert torch.equal(mine, many.buffers.raw[name][:SERIAL_MAX_ENVS]), name
+
+
+@pytest.mark.parametrize("name", ["num_agents", "tagger_lo", "runner_hi"])
+def test_a_param_or_constant_named_like_a_derived_one_is_refused(name):
+    """The core derives num_agents and each group's range: a param or constant of the same name would be lost."""
+    import dataclasses
+
+    from gpu_zoo.core.layout import Layout
+
+    spec = gpu_zoo.get_spec("tag_gridworld_v0")
+    bad = dataclasses.replace(spec, constants=lambda p: {**spec.constants(p), name: 7})
+    with pytest.raises(ValueError, match=f"'{name}'.* derived by the core"):
+        _ = Layout(bad, spec.make_params(**GRID_SMALL)).kernel_constants

@@ -218,9 +218,14 @@ class Layout:
         if clash:
             raise ValueError(f"{self.spec.id}: constants {sorted(clash)} clash with params")
         out.update(extra)
-        out["num_agents"] = self.num_agents
+        derived = {"num_agents": self.num_agents}
         for gi in self.groups.values():
-            out[f"{gi.name}_lo"], out[f"{gi.name}_hi"] = gi.lo, gi.hi
+            derived[f"{gi.name}_lo"], derived[f"{gi.name}_hi"] = gi.lo, gi.hi
+        taken = set(derived) & (set(out) | set(self.live_params))
+        if taken:
+            raise ValueError(f"{self.spec.id}: {sorted(taken)} are derived by the core (the agent count, each group's "
+                             "agent range) and cannot also be params or constants: rename them")
+        out.update(derived)
         return out
 
     def runtime_values(self) -> np.ndarray:

@@ -41,6 +41,7 @@ whose force is ``(a[2] - a[1], a[4] - a[3])`` times 1.5.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -233,7 +234,7 @@ def reward(s, p, e, a):
                 cx += s.pos_x[e, c]
                 cy += s.pos_y[e, c]
             dx, dy = cx / C - s.pos_x[e, a], cy / C - s.pos_y[e, a]
-            rew -= 0.1 * np.sqrt(dx * dx + dy * dy)
+            rew -= 0.1 * math.sqrt(dx * dx + dy * dy)
     s.rew[e, a] = np.float32(rew + s.shared_rew[e])
 
 

@@ -48,7 +48,7 @@ import numpy as np
 
 from gpu_zoo.core import EnvSpec, Field, Group, ObsBlock, PerAgent, PerEnv, PerObs, kernel_fn
 from gpu_zoo.core.rng import uniform
-from gpu_zoo.mpe.particles import _log1p_exp, nearest
+from gpu_zoo.mpe.particles import _log1p_exp, nearest, relative
 from gpu_zoo.mpe.scenario import check_common, check_neighbors
 
 # MPE's world and scenario constants (attributes of MPE2's World and make_world, not arguments).
@@ -292,13 +292,6 @@ def observe(s, p, e, a, i):
 
 
 @kernel_fn
-def _relative(s, e, a, j, axis):
-    if axis == 0:
-        return np.float32(s.pos_x[e, j] - s.pos_x[e, a])
-    return np.float32(s.pos_y[e, j] - s.pos_y[e, a])
-
-
-@kernel_fn
 def observe_nearest(s, p, e, a, i):
     """Element i of MPE2's observation of agent a with partial observability (``num_*_neighbors``).
 
@@ -315,13 +308,13 @@ def observe_nearest(s, p, e, a, i):
             j = nearest(s, e, a, p.num_agents, p.num_entities, k // 2)
             if j < 0:
                 return np.float32(0.0)
-        return _relative(s, e, a, j, k % 2)
+        return relative(s, e, a, j, k % 2)
     k -= 2 * p.observed_landmarks
     if not p.nearest_agents:  # every other agent, as in `observe`
         return observe(s, p, e, a, 4 + 2 * p.num_obstacles + k)
     if k < 2 * p.observed_agents:
         j = nearest(s, e, a, 0, p.num_agents, k // 2)
-        return np.float32(0.0) if j < 0 else _relative(s, e, a, j, k % 2)
+        return np.float32(0.0) if j < 0 else relative(s, e, a, j, k % 2)
     k -= 2 * p.observed_agents
     j = nearest(s, e, a, 0, p.num_agents, k // 2)
     if j < p.agent_lo:  # no agent in the slot (-1), or an adversary

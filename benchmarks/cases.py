@@ -97,10 +97,13 @@ MPE_FAMILY = {"simple": "simple_v3", "simple_adversary": "simple_adversary_v3", 
               "simple_speaker_listener": "simple_speaker_listener_v4", "simple_reference": "simple_reference_v3",
               "simple_crypto": "simple_crypto_v3", "simple_formation": "simple_formation_v1",
               "simple_line": "simple_line_v1", "simple_world_comm": "simple_world_comm_v3"}
+MPE_HEADLINE = ("simple_reference", "simple_speaker_listener", "simple_world_comm")
+"""Scenarios measured at every size simple_spread is, with it the MPE family's speed bars against JaxMARL."""
 _FULL = {
     "simple_tag": [1, 1024, 16384, 131072, 1048576],
     "simple_spread": [1024, 16384, 131072, 1048576],
     "mpe_family": [16384, 131072],
+    "mpe_headline": [1024, 16384, 131072, 1048576],  # the scenarios of `MPE_HEADLINE`, as simple_spread
     "supersuit": [1, 16, 256],
     "tag_continuous": [(2000, tag_continuous_kwargs(a)) for a in (5, 100, 640, 1000)],
     "tag_gridworld": [(n, gridworld_kwargs(a)) for n, a in ((2000, 5), (2000, 51), (32768, 5), (262144, 5))],
@@ -116,6 +119,7 @@ _GRID_SMALL = {"num_taggers": 2, "num_runners": 2, "grid_length": 4, "max_cycles
 _TINY = {
     "simple_tag": [8],
     "simple_spread": [8],
+    "mpe_headline": [],
     "mpe_family": [],  # each would compile kernels of its own in CI: simple_spread stands for them there
     "supersuit": [2],
     "tag_continuous": [(4, _TAG_SMALL)],
@@ -138,7 +142,8 @@ def env_cases(device: str, sizes: str) -> list[Case]:
     cases += [Case("simple_tag", "jaxmarl_scan", device, n) for n in st]
     cases += [Case("simple_spread", s, device, n) for n in t["simple_spread"]
               for s in ("gpu_zoo", "jaxmarl", "jaxmarl_scan")]
-    cases += [Case(w, s, device, n) for w in MPE_FAMILY for n in t["mpe_family"]
+    cases += [Case(w, s, device, n) for w in MPE_FAMILY
+              for n in sorted(set(t["mpe_family"]) | set(t["mpe_headline"] if w in MPE_HEADLINE else ()))
               for s in ("gpu_zoo", "jaxmarl", "jaxmarl_scan")]
     for n, kw in t["tag_continuous"]:
         cases += [Case("tag_continuous", s, device, n, kw) for s in ("gpu_zoo", "warpdrive")]

@@ -36,7 +36,8 @@ def measure(num_envs: int, device: str, mode: str, *, target_s: float, repeats: 
     import jax.numpy as jnp
 
     try:
-        env = jaxmarl.make(SCENARIOS[workload])
+        # discrete actions, as gpu_zoo's (and MPE2's) default: JaxMARL's world_comm defaults to continuous ones
+        env = jaxmarl.make(SCENARIOS[workload], action_type="Discrete")
     except ValueError as err:  # a scenario newer than JaxMARL's port
         raise Skipped(f"JaxMARL has no {SCENARIOS[workload]} ({err})") from None
     keys = jax.random.split(jax.random.PRNGKey(0), num_envs)
@@ -71,5 +72,5 @@ def measure(num_envs: int, device: str, mode: str, *, target_s: float, repeats: 
     return {"env_steps_per_s": rate["median"], "spread": rate["spread"], "samples": rate["samples"],
             "agent_steps_per_s": rate["median"] * agents, "agents": agents, "steps_per_repeat": timing.steps * per_call,
             "jax_device": str(jax.devices()[0]), "jaxmarl_env": SCENARIOS[workload],
-            "notes": f"jit(vmap(env.step)), fixed random actions; {per_call} step(s) per call; clock after "
+            "notes": f"jit(vmap(env.step)), fixed random discrete actions; {per_call} step(s) per call; clock after "
                      "block_until_ready"}

@@ -109,7 +109,9 @@ class Launcher:
     def _warm(self, buffers: Buffers):
         """Compiles both kernels now, on a one-env scratch batch, so the first real call is not slow."""
         scratch = Buffers(buffers.layout, 1, buffers.device)
-        scratch.fields.params.copy_(buffers.fields.params[:1])
+        # env 0's state (its params, max_cycles, the env's constant tables): zeros would divide by zero
+        for name, view in scratch.raw.items():
+            view.copy_(buffers.raw[name][:1])
         args = scratch.kernel_args(self._to_array)
         self._launch(self._kernel("reset"), args, 1)
         for kernel, shape in self._step_kernels():

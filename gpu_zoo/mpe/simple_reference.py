@@ -177,4 +177,7 @@ SPEC = EnvSpec(
     constants=constants,
     render=render,
     module=__name__,
+    # at 131072 envs on an H200: 2.37e9 env-steps/s with 4 lanes an env, 1.57e9 with the core's 2 (a lane per
+    # agent), 7.5e8 with 1: the spare lanes share the 42 observation values
+    launch=lambda p: {"threads_per_env": 4},
 )

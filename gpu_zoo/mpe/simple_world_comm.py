@@ -338,4 +338,7 @@ SPEC = EnvSpec(
     constants=constants,
     render=render,
     module=__name__,
+    # at 131072 envs of the default world (6 agents) on an H200: 3.03e8 env-steps/s with 4 lanes an env, 1.93e8
+    # with the core's 8 (a lane per agent), 1.04e8 with 16
+    launch=lambda p: {"threads_per_env": 4} if p.num_good + p.num_adversaries <= 8 else {},
 )

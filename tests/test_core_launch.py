@@ -30,6 +30,11 @@ def test_the_simulator_keeps_blocks_tiny():
     assert launch_shape(1000, simulator=True, threads_per_env=64).block == 64  # unless asked for more
 
 
+def test_the_simulator_packs_several_small_envs_in_a_block():
+    shape = launch_shape(2, simulator=True)
+    assert (shape.threads_per_env, shape.envs_per_block, shape.grid(3)) == (2, 4, 1)  # one block, a slot empty
+
+
 def test_every_field_starts_on_a_cache_line():
     from gpu_zoo.core.buffers import FIELD_ALIGN, Buffers
     from gpu_zoo.core.layout import Layout

@@ -30,6 +30,8 @@ CASES = {
                                               use_full_observation=False)),
     "simple_tag": ("simple_tag_v3", dict(num_good=2, num_adversaries=2, num_obstacles=1, max_cycles=5)),
     "simple_tag_box": ("simple_tag_v3", dict(max_cycles=4, continuous_actions=True)),
+    # 2 lanes for 4 agents: each lane takes a second pass through the per-agent phases, 4 envs share a block
+    "simple_tag_narrow": ("simple_tag_v3", dict(max_cycles=4, threads_per_env=2)),
     "simple": ("simple_v3", dict(max_cycles=5, continuous_actions=True)),
     "spread": ("simple_spread_v3", dict(N=4, local_ratio=0.25, num_agent_neighbors=2, num_landmark_neighbors=5,
                                         terminate_on_success=True, max_cycles=5)),

@@ -110,7 +110,9 @@ def launch_shape(num_agents: int, simulator: bool = False, block: int = 128,
     # help write observations but idle through per-agent phases, so only the observation kernel keeps them.
     phase_tpe = min(tpe, _pow2(num_agents), 256) if split_observe else 0
     if simulator:
-        return LaunchShape(tpe, 1, None, split_observe, phase_tpe)
+        # blocks of at most 8 threads, but as many envs in one as fit, so the tests run several envs a
+        # block, and a partly empty last block, as a GPU does
+        return LaunchShape(tpe, max(1, 8 // tpe), None, split_observe, phase_tpe)
     epb = max(1, block // tpe)
     if max_registers is None and threads_per_env is None and tpe * epb == 256:
         max_registers = WIDE_BLOCK_REGISTERS

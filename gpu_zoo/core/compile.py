@@ -165,9 +165,11 @@ class _Stages:
     (``step``), an env that finished without auto-reset (``s.finished``) runs only the
     ``"idle"`` stages, and the others run only in the other envs.
 
-    Kinds: ``agent``, ``env`` and ``item`` call a phase; ``elem`` assigns ``s.<target>_<group>[e, ai, i]``
-    for every observation element of every group, from an expression of ``a``, ``ai`` and ``i`` (or,
-    ``by_block``, of the literal block index ``{b}`` and the offset ``j`` in it). An observation
+    Kinds: ``agent``, ``env`` and ``item`` call a phase; ``grouped`` calls one or more phases bound
+    to different groups (`PerAgent` ``group``), each for its group's agents, in one stage; ``elem``
+    assigns ``s.<target>_<group>[e, ai, i]`` for every observation element of every group, from an
+    expression of ``a``, ``ai`` and ``i`` (or, ``by_block``, of the literal block index ``{b}`` and
+    the offset ``j`` in it). An observation
     (``observed``) is computed only for agents that are `observing`; the others get zeros (unless
     the `PerObs` asks to see them too).
     """
@@ -188,6 +190,13 @@ class _Stages:
             self.elem("obs", call, guard, observed=phase.zeros_out_of_game, by_block=phase.by_block)
         elif isinstance(phase, PerItem):
             self.items.append(("item", (alias, phase.count, phase.scratch), guard))
+        elif isinstance(phase, PerAgent) and phase.group is not None:
+            bound = (alias, phase.scratch, phase.group)
+            last = self.items[-1] if self.items else None
+            if last and last[0] == "grouped" and last[2] == guard and phase.group not in {g for *_, g in last[1]}:
+                self.items[-1] = ("grouped", (*last[1], bound), guard)  # another role: the same stage
+            else:
+                self.items.append(("grouped", (bound,), guard))
         elif isinstance(phase, PerAgent):
             self.items.append(("agent", (alias, phase.scratch), guard))
         else:
@@ -347,6 +356,18 @@ def _cpu_elem_helper(name: str, target: str, value: str, observed: bool, by_bloc
     return "\n".join(out)
 
 
+def _bound_groups(layout: Layout, bound) -> list[tuple[str, tuple, str, int, int]]:
+    """(alias, scratch, group, lo, hi) of each group-bound phase of a ``grouped`` stage; an unknown group is refused."""
+    out = []
+    for alias, scratch, g in bound:
+        if g not in layout.groups:
+            raise ValueError(f"{layout.spec.id}: a PerAgent phase is bound to group {g!r}, which is not one of "
+                             f"its groups {list(layout.groups)}")
+        gi = layout.groups[g]
+        out.append((alias, scratch, g, gi.lo, gi.lo + gi.count))
+    return out
+
+
 def _cpu_body(name: str, stages: _Stages, layout: Layout, helpers: dict) -> str:
     """The CPU drivers of one kernel: ``name`` runs the envs in parallel, ``name_serial`` in order.
 
@@ -383,6 +404,10 @@ def _cpu_stages(stages: _Stages, layout: Layout, helpers: dict) -> list[str]:
             ind += "    "
         if kind == "agent":
             out += [ind + f"for a in range({A}):", ind + f"    {fn[0]}(s, p, e, a{_scratch_args(fn[1], 'cpu')})"]
+        elif kind == "grouped":
+            for alias, scratch, g, lo, hi in _bound_groups(layout, fn):
+                out += [ind + f"for a in range({lo}, {hi}):",
+                        ind + f"    {alias}(s, p, e, a, s.act_{g}[e, a - {lo}]{_scratch_args(scratch, 'cpu')})"]
         elif kind == "env":
             out.append(ind + f"{fn}(s, p, e)")
         elif kind == "item":
@@ -511,6 +536,21 @@ def _cuda_body(name: str, stages: _Stages, layout: Layout, shape: LaunchShape, s
             out += [f"    if {cond}:", "        al = lane", f"        while al < {A}:",
                     f"            {fn[0]}(s, p, e, al & {NONNEG}{_scratch_args(fn[1], 'cuda')})",
                     f"            al += {tpe}"]
+        elif kind == "grouped":
+            bound = _bound_groups(layout, fn)
+            if len(bound) == 1:  # the group's agents dealt to the env's lanes from lane 0
+                alias, scratch, g, lo, hi = bound[0]
+                out += [f"    if {cond}:", "        al = lane", f"        while al < {hi - lo}:",
+                        f"            {alias}(s, p, e, (al + {lo}) & {NONNEG}, s.act_{g}[e, al & {NONNEG}]"
+                        f"{_scratch_args(scratch, 'cuda')})", f"            al += {tpe}"]
+            else:  # the roles' agents dealt together, each to its own phase
+                first, end = min(b[3] for b in bound), max(b[4] for b in bound)
+                out += [f"    if {cond}:", f"        al = lane + {first}", f"        while al < {end}:",
+                        f"            a = al & {NONNEG}"]
+                for k, (alias, scratch, g, lo, hi) in enumerate(bound):
+                    call = f"{alias}(s, p, e, a, s.act_{g}[e, a - {lo}]{_scratch_args(scratch, 'cuda')})"
+                    out += [f"            {'if' if k == 0 else 'elif'} {lo} <= a < {hi}:", f"                {call}"]
+                out.append(f"            al += {tpe}")
         elif kind == "env":
             out += [f"    if {cond} and lane == 0:", f"        {fn}(s, p, e)"]
         elif kind == "item":

@@ -97,6 +97,13 @@ def _check_scratch(scratch) -> tuple:
 class PerAgent:
     """A phase run once per agent: ``fn(s, p, e, a)``. Agent ``a`` may write only its own cells.
 
+    With ``group="name"`` it runs for that group's agents only, as ``fn(s, p, e, a, act)``: ``a``
+    is still the global agent index (the one the state's per-agent fields take), and ``act`` is
+    the agent's own action, ``s.act_<name>[e, a - p.<name>_lo]`` (a number for ``Discrete``, a
+    row for ``Box`` and ``MultiDiscrete``). Phases bound to different groups that follow each
+    other run as one stage, with no barrier between them: one function per role instead of a
+    ladder of ``if a < p.<group>_hi`` in one.
+
     ``scratch`` names fields of shape ``(n,)`` (per env) that ``fn`` takes as extra arguments after
     the usual ones: 1-D arrays of length n for its own temporary values, which do not outlive
     the call. On a GPU each thread gets its own (local memory: what a thread reads back right
@@ -106,9 +113,12 @@ class PerAgent:
 
     fn: Callable
     scratch: tuple = ()
+    group: str | None = None
 
     def __post_init__(self):
         object.__setattr__(self, "scratch", _check_scratch(self.scratch))
+        if self.group is not None and (not isinstance(self.group, str) or not self.group):
+            raise TypeError(f"PerAgent group must be a group's name (a str) or None, got {self.group!r}")
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,65 @@
+"""Phases bound to a group (`PerAgent(fn, group=...)`): each role's function gets its agents and their actions."""
+
+import dataclasses
+
+import pytest
+import torch
+
+import gpu_zoo
+from gpu_zoo.core import PerAgent
+from gpu_zoo.core.batched import BatchedEnv
+from gpu_zoo.core.compile import _stages
+from gpu_zoo.core.layout import Layout
+from tests import group_phases_env as gp
+
+
+def _expected(start, chaser_acts, runner_acts):
+    pos = start.clone()
+    pos[:, :3] += chaser_acts.float() - 1
+    pos[:, 3:] += runner_acts[..., 0] - 2 * runner_acts[..., 1]
+    return pos
+
+
+@pytest.mark.parametrize("target", ["cpu", "cuda"], ids=["cpu", "cuda_target"])
+def test_each_role_moves_by_its_own_action(target, cuda_device):
+    device = "cpu" if target == "cpu" else cuda_device
+    env = BatchedEnv(gp.SPEC, 3, device=device, target=target)
+    env.reset(seed=1)
+    pos = env.state.pos.clone().cpu()
+    gen = torch.Generator().manual_seed(0)
+    for _ in range(4):
+        acts = env.sample_actions(gen)
+        env.step({g: a.to(env.device) for g, a in acts.items()})
+        pos = _expected(pos, acts["chaser"], acts["runner"])
+        assert torch.equal(env.state.pos.cpu(), pos)
+        assert torch.equal(env.obs["runner"][..., 0].cpu(), pos[:, 3:])
+
+
+def test_phases_bound_to_different_groups_share_a_stage():
+    kinds = [kind for kind, _, _ in _stages(Layout(gp.SPEC, gp.SPEC.make_params()))[0].items]
+    grouped = [fn for kind, fn, _ in _stages(Layout(gp.SPEC, gp.SPEC.make_params()))[0].items if kind == "grouped"]
+    assert kinds.count("grouped") == 1 and [g for *_, g in grouped[0]] == ["chaser", "runner"]
+
+
+def test_a_phase_bound_to_an_unknown_group_is_refused():
+    spec = dataclasses.replace(gp.SPEC, id="group_phases_bad_v0", step=(PerAgent(gp.chase, group="chasers"),))
+    with pytest.raises(ValueError, match="group 'chasers', which is not one of its groups \\['chaser', 'runner'\\]"):
+        BatchedEnv(spec, 2, device="cpu")
+
+
+@pytest.mark.parametrize("bad", [3, "", ("chaser",)])
+def test_a_group_must_be_named_by_a_str(bad):
+    with pytest.raises(TypeError, match="PerAgent group must be a group's name"):
+        PerAgent(gp.chase, group=bad)
+
+
+
+
+def test_group_bound_phases_compile_for_a_gpu(monkeypatch):
+    from gpu_zoo.testing import compile_kernels, nvvm_available
+
+    if not nvvm_available():
+        pytest.skip("needs NVVM: pip install nvidia-cuda-nvcc-cu12 nvidia-cuda-nvrtc-cu12")
+    # registered for this test alone: the registry-wide tests must not meet it
+    monkeypatch.setitem(gpu_zoo.registry._ENTRIES, "group_phases_v0", "tests.group_phases_env:SPEC")
+    assert "step" in compile_kernels("group_phases_v0")

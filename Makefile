@@ -10,6 +10,8 @@ BIN := $(VENV)/bin
 # torch is a plain dependency (any recent release works); this default is a small CPU build
 # where one is available locally. Use `make TORCH=torch` (or any spec) to choose another.
 TORCH ?= torch==2.13.0
+# Test processes: most of a cold run is compiling kernels, one core each (`make test TEST_WORKERS=1` for one).
+TEST_WORKERS ?= auto
 
 .PHONY: run test docs lint clean
 
@@ -31,7 +33,7 @@ run: $(VENV)/.ready
 
 test: $(VENV)/.ready
 	@# every reference package is installed above: a missing one fails its comparison instead of skipping it
-	GPU_ZOO_REQUIRE_REFERENCES=1 $(BIN)/python -m pytest -q --durations=10 $(ARGS); rc=$$?; if [ $$rc -eq 5 ]; then echo "no tests collected"; rc=0; fi; exit $$rc
+	GPU_ZOO_REQUIRE_REFERENCES=1 $(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup --durations=10 $(ARGS); rc=$$?; if [ $$rc -eq 5 ]; then echo "no tests collected"; rc=0; fi; exit $$rc
 
 docs: $(VENV)/.ready
 	NO_MKDOCS_2_WARNING=1 $(BIN)/python -m mkdocs build --strict

@@ -102,7 +102,9 @@ class PerAgent:
     the agent's own action, ``s.act_<name>[e, a - p.<name>_lo]`` (a number for ``Discrete``, a
     row for ``Box`` and ``MultiDiscrete``). Phases bound to different groups that follow each
     other run as one stage, with no barrier between them: one function per role instead of a
-    ladder of ``if a < p.<group>_hi`` in one.
+    ladder of ``if a < p.<group>_hi`` in one. The rule of one phase then holds for the stage: no
+    agent reads a cell that another agent of the stage writes (put a `PerEnv` or an unbound
+    phase between roles where one must see what the other wrote).
 
     ``scratch`` names fields of shape ``(n,)`` (per env) that ``fn`` takes as extra arguments after
     the usual ones: 1-D arrays of length n for its own temporary values, which do not outlive

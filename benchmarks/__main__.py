@@ -29,6 +29,7 @@ def main(argv=None):
     rep = sub.add_parser("report", help="turn the JSON records into docs/benchmarks.md and its plots")
     rep.add_argument("--results", default="benchmarks/results/")
     rep.add_argument("--out", default="docs/benchmarks.md")
+    rep.add_argument("--readme", default="README.md", help="whose speed-table block to rewrite ('' for none)")
     args = ap.parse_args(argv)
     if args.command == "run":
         from benchmarks.runner import run_suite
@@ -37,9 +38,11 @@ def main(argv=None):
                          args.case_timeout_s, args.label, args.warm_jobs)
         print(f"wrote {path}")
     else:
-        from benchmarks.report import write_report
+        from benchmarks.report import load_records, write_readme_table, write_report
 
         print(f"wrote {write_report(args.results, args.out)}")
+        if args.readme:
+            print(f"wrote {write_readme_table(load_records(args.results), args.readme)}")
 
 
 if __name__ == "__main__":

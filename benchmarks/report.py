@@ -358,3 +358,88 @@ def write_report(results: str | Path, out: str | Path) -> Path:
         lines += training_section(train, img_dir)
     out.write_text("\n".join(lines) + "\n")
     return out
+
+
+# ------------------------------------------------------------------ the README's speed table
+README_ROWS = (
+    ("simple_tag", 1048576, None), ("simple_tag", 16384, None), ("simple_tag", 1024, None),
+    ("simple_spread", 131072, None), ("simple_spread", 1048576, None), ("simple_speaker_listener", 131072, None),
+    ("simple_reference", 131072, None), ("simple_reference", 1048576, None),
+    ("simple_world_comm", 131072, None), ("simple_world_comm", 1024, None),
+    ("tag_continuous", 2000, 5), ("tag_continuous", 2000, 100), ("tag_continuous", 2000, 640),
+    ("tag_continuous", 2000, 1000), ("tag_gridworld", 2000, 5), ("tag_gridworld", 2000, 51),
+    ("gather_trade_build", 65536, None),
+)
+"""(workload, num_envs, agents per env or None) of each row of the README's table, GPU records of one machine."""
+
+README_BEGIN = "<!-- speed table: written by `python -m benchmarks report` from benchmarks/results/; do not edit -->"
+README_END = "<!-- end of speed table -->"
+_COUNTS = ("num_taggers", "num_runners", "use_full_observation", "num_other_agents_observed")
+ACTION_MODES = {"gpu_zoo": "fixed random", "jaxmarl": "fixed random, a call a step",
+                "jaxmarl_scan": "fixed random, 100 steps a call", "vmas": "fixed random", "warpdrive": "fixed random",
+                "mpe2": "random, drawn ahead", "supersuit": "random", "ai_economist": "masked random, each step"}
+
+
+def world_of(r: dict) -> str:
+    """The constructor arguments a row sets beyond the agent counts ("defaults" when none)."""
+    extra = {k: v for k, v in (r.get("config") or {}).items() if k not in _COUNTS and not isinstance(v, dict)}
+    return ", ".join(f"{k}={v}" for k, v in sorted(extra.items())) or "defaults"
+
+
+def observation_mode(r: dict) -> str:
+    c = r.get("config") or {}
+    if c.get("use_full_observation", True):
+        return "full"
+    k = c.get("num_other_agents_observed")
+    return f"{k} nearest" if k else "partial"
+
+
+def readme_table(records: list[dict], gpu: str = "NVIDIA H200") -> list[str]:
+    """`README_ROWS` from the records of ``gpu``: ours against the fastest peer at the same size.
+
+    The world and the observation and action modes are said per row; a CPU-only reference package,
+    when it is all there is, appears as a figure without a ratio.
+    """
+    ok = [r for r in records if r["machine"].get("gpu") == gpu and r["status"] in ("ok", "unsupported")]
+    lines = [f"On one {gpu} (auto-resets included; *actions*: how each system's actions are drawn):", "",
+             "| workload | num_envs x agents | world | observations | gpu_zoo env-steps/s | best other system "
+             "(actions) | its env-steps/s | ratio |", "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for workload, n, agents in README_ROWS:
+        mine = [r for r in ok if r["system"] == "gpu_zoo" and r["device"] == "cuda" and r["workload"] == workload
+                and r["num_envs"] == n and r["status"] == "ok" and (agents is None or agents_of(r) == agents)]
+        if not mine:
+            continue
+        me = max(mine, key=lambda r: r["machine"]["date"])
+        same = [r for r in ok if r["system"] != "gpu_zoo" and r["workload"] == workload and r["device"] == "cuda"
+                and r["num_envs"] == n and agents_of(r) == agents_of(me)]
+        measured = [r for r in same if r["status"] == "ok"]
+        # a reference package that steps one env on one CPU core: its figure, from whichever machine ran it
+        reference = [r for r in records if r["system"] in ("mpe2", "ai_economist") and r["workload"] == workload
+                     and r["status"] == "ok"]
+        head = (f"| {workload} | {n:,} x {agents_of(me)} | {world_of(me)} | {observation_mode(me)} | "
+                f"{me['env_steps_per_s']:.3g} | ")
+        if measured:
+            best = max(measured, key=lambda r: r["env_steps_per_s"])
+            peer = f"{SYSTEM_NAMES.get(best['system'], best['system'])} ({ACTION_MODES.get(best['system'], '')})"
+            lines.append(head + f"{peer} | {best['env_steps_per_s']:.3g} | "
+                         f"{me['env_steps_per_s'] / best['env_steps_per_s']:.3g}x |")
+        elif same:  # every peer refused this size
+            lines.append(head + f"{SYSTEM_NAMES.get(same[0]['system'], same[0]['system'])}: cannot run it | - | - |")
+        elif reference:
+            ref = max(reference, key=lambda r: r["env_steps_per_s"])
+            peer = f"{SYSTEM_NAMES.get(ref['system'], ref['system'])} ({ACTION_MODES.get(ref['system'], '')}, 1 env)"
+            lines.append(head + f"{peer} | {ref['env_steps_per_s']:.3g} | - |")
+    return lines + ["", "*world* `defaults`: each system's constructor defaults, the same world on both sides of a row "
+                    "(MPE2's for the MPE scenarios, WarpDrive's constructor's for Tag)."]
+
+
+def write_readme_table(records: list[dict], readme: str | Path) -> Path:
+    """Replaces the README's block between `README_BEGIN` and `README_END` with `readme_table`."""
+    path = Path(readme)
+    text = path.read_text()
+    if README_BEGIN not in text or README_END not in text:
+        raise ValueError(f"{path} has no speed-table block: put {README_BEGIN!r} and {README_END!r} where it goes")
+    before, rest = text.split(README_BEGIN, 1)
+    _, after = rest.split(README_END, 1)
+    path.write_text(before + README_BEGIN + "\n" + "\n".join(readme_table(records)) + "\n" + README_END + after)
+    return path

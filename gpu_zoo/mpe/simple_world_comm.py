@@ -145,81 +145,32 @@ def place_landmarks(s, p, e):
         place(s, e, j, 0.9)
 
 
+# Action readers, one per role (`PerAgent(..., group=...)`): each gets its agent's own action. With
+# num_adversaries=1 there is no follower group, so no reader for it either.
 @kernel_fn
-def _mover_action(s, p, e, a, c):
-    """Element c of a silent agent's continuous action."""
-    if a < p.num_adversaries:
-        return s.act_adversary[e, a - 1, c]
-    return s.act_agent[e, a - p.num_adversaries, c]
-
-
-@kernel_fn
-def _mover_index(s, p, e, a):
-    if a < p.num_adversaries:
-        return s.act_adversary[e, a - 1]
-    return s.act_agent[e, a - p.num_adversaries]
-
-
-@kernel_fn
-def _prey_action(s, p, e, a, c):
-    return s.act_agent[e, a - p.num_adversaries, c]
-
-
-@kernel_fn
-def _prey_index(s, p, e, a):
-    return s.act_agent[e, a - p.num_adversaries]
-
-
-@kernel_fn
-def _lead_discrete(s, p, e):
-    k = s.act_leadadversary[e, 0]
-    discrete_force(s, e, 0, k % MOVES)
+def lead_discrete(s, p, e, a, k):
+    """The leader's Discrete(20): ``say * 5 + move``, the word heard by every adversary."""
+    discrete_force(s, e, a, k % MOVES)
     for c in range(DIM_C):
         s.message[e, c] = 1.0 if c == k // MOVES else 0.0
 
 
 @kernel_fn
-def _lead_continuous(s, p, e):
-    u = s.act_leadadversary
-    continuous_force(s, e, 0, u[e, 0, 2] - u[e, 0, 1], u[e, 0, 4] - u[e, 0, 3])
+def lead_continuous(s, p, e, a, u):
+    """The leader's Box(9): the move's five values, then the message itself."""
+    continuous_force(s, e, a, u[2] - u[1], u[4] - u[3])
     for c in range(DIM_C):
-        s.message[e, c] = u[e, 0, MOVES + c]
-
-
-# Four readers: discrete or continuous, with or without followers (with num_adversaries=1 the
-# adversary group, and its action buffer, does not exist).
-@kernel_fn
-def read_discrete(s, p, e, a):
-    if a == 0:
-        _lead_discrete(s, p, e)
-    else:
-        discrete_force(s, e, a, _mover_index(s, p, e, a))
+        s.message[e, c] = u[MOVES + c]
 
 
 @kernel_fn
-def read_continuous(s, p, e, a):
-    if a == 0:
-        _lead_continuous(s, p, e)
-    else:
-        continuous_force(s, e, a, _mover_action(s, p, e, a, 2) - _mover_action(s, p, e, a, 1),
-                         _mover_action(s, p, e, a, 4) - _mover_action(s, p, e, a, 3))
+def move_discrete(s, p, e, a, k):
+    discrete_force(s, e, a, k)
 
 
 @kernel_fn
-def read_discrete_no_followers(s, p, e, a):
-    if a == 0:
-        _lead_discrete(s, p, e)
-    else:
-        discrete_force(s, e, a, _prey_index(s, p, e, a))
-
-
-@kernel_fn
-def read_continuous_no_followers(s, p, e, a):
-    if a == 0:
-        _lead_continuous(s, p, e)
-    else:
-        continuous_force(s, e, a, _prey_action(s, p, e, a, 2) - _prey_action(s, p, e, a, 1),
-                         _prey_action(s, p, e, a, 4) - _prey_action(s, p, e, a, 3))
+def move_continuous(s, p, e, a, u):
+    continuous_force(s, e, a, u[2] - u[1], u[4] - u[3])
 
 
 @kernel_fn
@@ -321,10 +272,10 @@ def render(state: dict, p: SimpleWorldCommParams, size: int = 320) -> np.ndarray
     return particles.render(state, [particles.rgb(c) for c in agents + landmarks], size, p.max_cycles)
 
 
-def _reader(p: SimpleWorldCommParams):
-    if p.num_adversaries > 1:
-        return read_continuous if p.continuous_actions else read_discrete
-    return read_continuous_no_followers if p.continuous_actions else read_discrete_no_followers
+def _readers(p: SimpleWorldCommParams) -> tuple:
+    lead, move = (lead_continuous, move_continuous) if p.continuous_actions else (lead_discrete, move_discrete)
+    movers = ("adversary", "agent") if p.num_adversaries > 1 else ("agent",)
+    return (PerAgent(lead, group="leadadversary"), *(PerAgent(move, group=g) for g in movers))
 
 
 SPEC = EnvSpec(
@@ -333,7 +284,7 @@ SPEC = EnvSpec(
     groups=groups,
     fields=fields,
     reset=(PerAgent(spawn_silent), PerEnv(place_landmarks)),
-    step=lambda p: (PerAgent(_reader(p)), PerAgent(add_contact_forces), PerAgent(integrate), PerAgent(reward)),
+    step=lambda p: (*_readers(p), PerAgent(add_contact_forces), PerAgent(integrate), PerAgent(reward)),
     observe=(PerObs(observe),),
     constants=constants,
     render=render,

@@ -38,7 +38,7 @@ CASES = {  # name: (env id, arguments, the action modes compared)
     # crowded: pickups and deliveries every few steps
     "treasure_crowded": ("collect_treasure_v1", dict(num_collectors=3, num_deposits=3, num_treasures=12), (False,)),
     "world_comm_alone": ("simple_world_comm_v3", dict(num_adversaries=1, num_good=3, num_obstacles=0, num_food=3,
-                                                      num_forests=3), (False,)),
+                                                      num_forests=3), (False, True)),
     # partial observability with fewer agents observed than there are and more landmarks (zero slots)
     "spread_nearest": ("simple_spread_v3", dict(N=4, local_ratio=0.25, num_agent_neighbors=2, num_landmark_neighbors=5,
                                                 terminate_on_success=True), (False,)),

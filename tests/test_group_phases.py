@@ -20,10 +20,11 @@ def _expected(start, chaser_acts, runner_acts):
     return pos
 
 
-@pytest.mark.parametrize("target", ["cpu", "cuda"], ids=["cpu", "cuda_target"])
-def test_each_role_moves_by_its_own_action(target, cuda_device):
+@pytest.mark.parametrize("target,num_envs", [("cpu", 3), ("cpu", 12), ("cuda", 3)],
+                         ids=["cpu_serial", "cpu_parallel", "cuda_target"])
+def test_each_role_moves_by_its_own_action(target, num_envs, cuda_device):
     device = "cpu" if target == "cpu" else cuda_device
-    env = BatchedEnv(gp.SPEC, 3, device=device, target=target)
+    env = BatchedEnv(gp.SPEC, num_envs, device=device, target=target)
     env.reset(seed=1)
     pos = env.state.pos.clone().cpu()
     gen = torch.Generator().manual_seed(0)

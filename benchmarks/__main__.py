@@ -3,7 +3,7 @@
 python -m benchmarks run --suite all --device cuda --out benchmarks/results/
 python -m benchmarks run --suite env --device cpu --warm-jobs 14 --out benchmarks/results/   # a many-core host
 python -m benchmarks run --suite env --device cpu --sizes tiny --out /tmp/bench
-python -m benchmarks report --results benchmarks/results/ --out docs/benchmarks.md
+python -m benchmarks report --results benchmarks/results/ --out docs/benchmarks.md --readme README.md
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ def main(argv=None):
     rep = sub.add_parser("report", help="turn the JSON records into docs/benchmarks.md and its plots")
     rep.add_argument("--results", default="benchmarks/results/")
     rep.add_argument("--out", default="docs/benchmarks.md")
-    rep.add_argument("--readme", default="README.md", help="whose speed-table block to rewrite ('' for none)")
+    rep.add_argument("--readme", default=None, help="a README whose speed-table block to rewrite from the records")
     args = ap.parse_args(argv)
     if args.command == "run":
         from benchmarks.runner import run_suite

@@ -372,7 +372,7 @@ README_ROWS = (
 )
 """(workload, num_envs, agents per env or None) of each row of the README's table, GPU records of one machine."""
 
-README_BEGIN = "<!-- speed table: written by `python -m benchmarks report` from benchmarks/results/; do not edit -->"
+README_BEGIN = "<!-- speed table: written by `python -m benchmarks report --readme README.md`; do not edit -->"
 README_END = "<!-- end of speed table -->"
 _COUNTS = ("num_taggers", "num_runners", "use_full_observation", "num_other_agents_observed")
 ACTION_MODES = {"gpu_zoo": "fixed random", "jaxmarl": "fixed random, a call a step",

@@ -11,6 +11,8 @@ BIN := $(VENV)/bin
 # where one is available locally. Use `make TORCH=torch` (or any spec) to choose another.
 TORCH ?= torch==2.13.0
 # Test processes: most of a cold run is compiling kernels, one core each (`make test TEST_WORKERS=1` for one).
+# worksteal: the tests are dealt one by one as workers free up (a module fixture may then be built on
+# each worker that runs one of its tests); pytest-xdist's loadgroup cannot group on pytest 9.
 TEST_WORKERS ?= auto
 
 .PHONY: run test docs lint clean
@@ -33,7 +35,7 @@ run: $(VENV)/.ready
 
 test: $(VENV)/.ready
 	@# every reference package is installed above: a missing one fails its comparison instead of skipping it
-	GPU_ZOO_REQUIRE_REFERENCES=1 $(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup --durations=10 $(ARGS); rc=$$?; if [ $$rc -eq 5 ]; then echo "no tests collected"; rc=0; fi; exit $$rc
+	GPU_ZOO_REQUIRE_REFERENCES=1 $(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist worksteal --durations=10 $(ARGS); rc=$$?; if [ $$rc -eq 5 ]; then echo "no tests collected"; rc=0; fi; exit $$rc
 
 docs: $(VENV)/.ready
 	NO_MKDOCS_2_WARNING=1 $(BIN)/python -m mkdocs build --strict

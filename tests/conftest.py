@@ -20,19 +20,7 @@ def pytest_addoption(parser):
     parser.addoption("--all", action="store_true", help="run the larger test matrix and slow tests")
 
 
-def _uses_a_module_fixture(item) -> bool:
-    info = getattr(item, "_fixtureinfo", None)
-    return info is not None and any(d.scope == "module" for defs in info.name2fixturedefs.values() for d in defs)
-
-
-@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
 def pytest_collection_modifyitems(config, items):
-    # Under `pytest -n N --dist loadgroup` (make test) the tests of a module that builds a module
-    # fixture (the docs site, a reference env) stay on one worker, so it is built once; the
-    # others spread over the workers one by one.
-    for item in items:
-        if _uses_a_module_fixture(item):
-            item.add_marker(pytest.mark.xdist_group(item.module.__name__))
     if not config.getoption("--all"):
         skip = pytest.mark.skip(reason="slow: run with --all")
         for item in items:

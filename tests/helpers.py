@@ -1,7 +1,12 @@
 """Shared small configurations, so the whole suite compiles few kernels, and the reference packages."""
 
+import atexit
 import importlib
 import os
+import shutil
+import tempfile
+import time
+from pathlib import Path
 
 import pytest
 import torch
@@ -59,3 +64,33 @@ def reference(module: str, reason: str = ""):
     if os.environ.get("GPU_ZOO_REQUIRE_REFERENCES") == "1":
         return importlib.import_module(module)
     return pytest.importorskip(module, reason=reason or None)
+
+
+def built_once(name: str, build) -> Path:
+    """A folder that ``build(folder)`` fills once per test run, shared by pytest-xdist's workers.
+
+    The first worker to ask builds it under a file lock; the others wait, then use what it built
+    (``build``'s own failures included: it should record them in the folder rather than raise).
+    Outside pytest-xdist, a fresh temporary folder, removed at exit.
+    """
+    run = os.environ.get("PYTEST_XDIST_TESTRUNUID")
+    if not run:
+        folder = Path(tempfile.mkdtemp(prefix=f"gpu_zoo_{name}_"))
+        atexit.register(shutil.rmtree, folder, ignore_errors=True)
+        build(folder)
+        return folder
+    import fcntl
+
+    tmp = Path(tempfile.gettempdir())
+    root = tmp / f"gpu_zoo_{name}_run_{run}"
+    root.mkdir(exist_ok=True)
+    with open(root / "lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (root / "built").exists():
+            for old in tmp.glob(f"gpu_zoo_{name}_run_*"):  # earlier runs' folders
+                if old != root and time.time() - old.stat().st_mtime > 3600:
+                    shutil.rmtree(old, ignore_errors=True)
+            (root / "out").mkdir(exist_ok=True)
+            build(root / "out")
+            (root / "built").touch()
+    return root / "out"

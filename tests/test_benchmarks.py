@@ -11,6 +11,7 @@ import pytest
 
 from benchmarks.cases import suite_cases
 from benchmarks.ours import step_traffic
+from tests.helpers import built_once
 
 ROOT = Path(__file__).resolve().parent.parent
 MACHINE_FIELDS = {"python", "versions", "gpu_zoo_git_sha", "date", "command", "cpu_count"}
@@ -23,10 +24,14 @@ def _cli(*args, cwd=ROOT):
                           text=True, timeout=600, check=True)
 
 
-@pytest.fixture(scope="module")
-def tiny_run(tmp_path_factory):
-    out = tmp_path_factory.mktemp("bench")
+def _tiny_suite(out: Path):
+    out.mkdir(parents=True, exist_ok=True)
     _cli("run", "--suite", "all", "--device", "cpu", "--sizes", "tiny", "--out", str(out), "--warm-jobs", "2")
+
+
+@pytest.fixture(scope="module")
+def tiny_run():
+    out = built_once("bench", _tiny_suite)  # once per test run, whichever worker asks first
     files = list(out.glob("*.json"))
     assert len(files) == 1, files
     return out, json.loads(files[0].read_text())["records"]

@@ -7,16 +7,13 @@ written to that file instead, beside the script, for later blocks to import.
 
 from __future__ import annotations
 
-import atexit
 import dataclasses
 import functools
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import gymnasium
@@ -25,7 +22,7 @@ import pytest
 import gpu_zoo
 from gpu_zoo import gallery, registry
 from gpu_zoo.core import EnvSpec, Field, Group, ObsBlock, PerAgent
-from tests.helpers import reference
+from tests.helpers import built_once, reference
 
 reference("mkdocs", reason="the docs extra is not installed: pip install -e '.[docs]'")
 
@@ -61,14 +58,18 @@ def child_env() -> dict:
     return env
 
 
+def _build_site(folder: Path):
+    result = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(folder / "site")],
+                            cwd=ROOT, env=child_env(), capture_output=True, text=True, timeout=900)
+    (folder / "result.json").write_text(json.dumps([result.returncode, result.stdout + result.stderr]))
+
+
 @functools.cache
 def built_site() -> tuple[Path, int, str]:
-    """Builds the site once per test process: (site folder, mkdocs exit code, its output)."""
-    site = Path(tempfile.mkdtemp(prefix="gpu_zoo_site_"))
-    atexit.register(shutil.rmtree, site, ignore_errors=True)
-    result = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(site)],
-                            cwd=ROOT, env=child_env(), capture_output=True, text=True, timeout=900)
-    return site, result.returncode, result.stdout + result.stderr
+    """The site, built once per test run (`built_once`): (site folder, mkdocs exit code, its output)."""
+    folder = built_once("site", _build_site)
+    code, output = json.loads((folder / "result.json").read_text())
+    return folder / "site", code, output
 
 
 @pytest.fixture(scope="module")

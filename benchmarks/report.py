@@ -126,6 +126,13 @@ def _variant(r: dict) -> str:
     return trainer_name(r).removeprefix("gpu_zoo PPO, ") if r["workload"].startswith("train_") else ""
 
 
+def same_size_peers(records: list[dict], mine: dict) -> list[dict]:
+    """The other systems' records of ``mine``'s machine, workload, agents, device and num_envs."""
+    return [r for r in records if r["system"] != "gpu_zoo" and _machine_of(r) == _machine_of(mine)
+            and r["workload"] == mine["workload"] and agents_of(r) == agents_of(mine)
+            and r["device"] == mine["device"] and r["num_envs"] == mine["num_envs"]]
+
+
 def headline(records: list[dict], device: str) -> list[str]:
     """gpu_zoo / best peer at each size both ran (same machine, workload, agents and num_envs).
 
@@ -138,9 +145,10 @@ def headline(records: list[dict], device: str) -> list[str]:
     lines = []
     for (machine, workload, agents, n, variant), mine in sorted(ours.items(), key=lambda kv: (kv[0][1], kv[0][2] or 0,
                                                                                               kv[0][3], kv[0][4])):
-        peers = [r for r in ok if r["system"] != "gpu_zoo" and _machine_of(r) == machine
-                 and r["workload"] == workload and agents_of(r) == agents
-                 and ((r["device"] == device and r["num_envs"] == n) or r["system"] in ("mpe2", "supersuit"))]
+        # and the CPU-only ones at any size (those of this size are among the first already)
+        peers = same_size_peers(ok, mine) + [
+            r for r in ok if r["system"] in ("mpe2", "supersuit") and _machine_of(r) == machine
+            and r["workload"] == workload and agents_of(r) == agents and (r["device"], r["num_envs"]) != (device, n)]
         if not peers:
             continue
         best = max(peers, key=lambda r: r["env_steps_per_s"])
@@ -410,8 +418,7 @@ def readme_table(records: list[dict], gpu: str = "NVIDIA H200") -> list[str]:
         if not mine:
             continue
         me = max(mine, key=lambda r: r["machine"]["date"])
-        same = [r for r in ok if r["system"] != "gpu_zoo" and r["workload"] == workload and r["device"] == "cuda"
-                and r["num_envs"] == n and agents_of(r) == agents_of(me)]
+        same = same_size_peers(ok, me)
         measured = [r for r in same if r["status"] == "ok"]
         # a reference package that steps one env on one CPU core: its figure, from whichever machine ran it
         reference = [r for r in records if r["system"] in ("mpe2", "ai_economist") and r["workload"] == workload

@@ -25,7 +25,6 @@ def _cli(*args, cwd=ROOT):
 
 
 def _tiny_suite(out: Path):
-    out.mkdir(parents=True, exist_ok=True)
     _cli("run", "--suite", "all", "--device", "cpu", "--sizes", "tiny", "--out", str(out), "--warm-jobs", "2")
 
 

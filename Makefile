@@ -28,6 +28,9 @@ $(VENV)/.ready: pyproject.toml
 	# WarpDrive, the reference for Tag continuous's tests: its Python env runs on the CPU, while its
 	# declared pycuda dependency would need a CUDA toolkit; gym is what that env imports.
 	$(BIN)/python -m pip install -q --no-deps "rl-warp-drive==2.7.1" "gym==0.26.2"
+	# BenchMARL, for gpu_zoo.benchmarl's tests: its torchvision and av serve video logging only, and
+	# torchvision pins a torch release (it would replace the one above).
+	$(BIN)/python -m pip install -q --no-deps "benchmarl==1.5.2"
 	touch $@
 
 run: $(VENV)/.ready

@@ -42,7 +42,6 @@ except ImportError as err:
 
 from gpu_zoo.torchrl import GpuZooEnv
 
-
 # Keywords of BatchedEnv and GpuZooEnv themselves, which a task's config may hold besides the env's arguments
 _ENV_OPTIONS = (frozenset(inspect.signature(BatchedEnv.__init__).parameters)
                 | frozenset(inspect.signature(GpuZooEnv.__init__).parameters)) - {"self", "spec", "env", "params"}
@@ -182,5 +181,8 @@ GpuZooTask.__doc__ = "One BenchMARL task per gpu_zoo env: ``GpuZooTask.SIMPLE_TA
 
 
 def gpu_zoo_task(env_id: str, **params) -> GpuZooClass:
-    """The BenchMARL task of any registered env id, with the env's arguments: ``gpu_zoo_task("simple_spread_v3", N=4)``."""
+    """The BenchMARL task of any registered env id, with the env's arguments.
+
+    ``gpu_zoo_task("simple_spread_v3", N=4)``; an env registered after this module's import included.
+    """
     return GpuZooClass(env_id, params)

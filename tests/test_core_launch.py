@@ -136,8 +136,8 @@ def test_an_envs_preferred_launch_applies_unless_the_caller_chooses(given, expec
     layout = Layout(spec, spec.make_params(num_taggers=5, num_runners=95))
     shape = layout_launch_shape(layout, 2000, **given)
     assert (shape.threads_per_env, shape.max_registers) == expected
-    assert spec.launch(spec.params(num_taggers=5, num_runners=95)) == {"threads_per_env": 512}
-    assert spec.launch(spec.params(num_taggers=5, num_runners=95, use_full_observation=False)) == {}
+    assert spec.launch(spec.params(num_taggers=5, num_runners=95), 2000) == {"threads_per_env": 512}
+    assert spec.launch(spec.params(num_taggers=5, num_runners=95, use_full_observation=False), 2000) == {}
 
 
 def test_an_env_can_choose_the_split_step_and_a_caller_can_overrule_it():
@@ -148,7 +148,7 @@ def test_an_env_can_choose_the_split_step_and_a_caller_can_overrule_it():
 
     spec = gpu_zoo.get_spec("tag_gridworld_v0")
     assert not layout_launch_shape(Layout(spec, spec.make_params()), 8).split_observe
-    splitting = dataclasses.replace(spec, launch=lambda p: {"split_observe": True})
+    splitting = dataclasses.replace(spec, launch=lambda p, num_envs: {"split_observe": True})
     layout = Layout(splitting, splitting.make_params())
     assert layout_launch_shape(layout, 8).split_observe
     assert not layout_launch_shape(layout, 8, split_observe=False).split_observe
@@ -204,3 +204,15 @@ def test_a_param_or_constant_named_like_a_derived_one_is_refused(name):
     bad = dataclasses.replace(spec, constants=lambda p: {**spec.constants(p), name: 7})
     with pytest.raises(ValueError, match=f"'{name}'.* derived by the core"):
         _ = Layout(bad, spec.make_params(**GRID_SMALL)).kernel_constants
+
+
+def test_an_envs_preferred_launch_may_depend_on_the_number_of_envs_and_the_simulator_caps_it():
+    from gpu_zoo.core.compile import layout_launch_shape
+    from gpu_zoo.core.layout import Layout
+
+    spec = gpu_zoo.get_spec("simple_world_comm_v3")
+    layout = Layout(spec, spec.make_params())
+    assert layout_launch_shape(layout, 1024).threads_per_env == 32  # few envs: spare lanes pay
+    assert layout_launch_shape(layout, 131072).threads_per_env == 4
+    assert layout_launch_shape(layout, 1024, simulator=True).threads_per_env == 8  # lanes are OS threads there
+    assert layout_launch_shape(layout, 1024, threads_per_env=2).threads_per_env == 2

@@ -128,9 +128,11 @@ def layout_launch_shape(layout: Layout, num_envs: int, simulator: bool = False, 
                         threads_per_env: int | None = None, max_registers: int | None = None,
                         split_observe: bool | None = None) -> LaunchShape:
     """`launch_shape` for ``num_envs`` copies of ``layout``; `EnvSpec.launch`'s choices where the caller makes none."""
-    preferred = layout.spec.launch(layout.params) if layout.spec.launch is not None else {}
+    preferred = layout.spec.launch(layout.params, num_envs) if layout.spec.launch is not None else {}
     if threads_per_env is None and max_registers is None:
         threads_per_env, max_registers = preferred.get("threads_per_env"), preferred.get("max_registers")
+        if simulator and threads_per_env is not None:  # a choice for the GPU; the simulator's lanes are OS threads
+            threads_per_env = min(threads_per_env, 8)
     if split_observe is None:
         split_observe = preferred.get("split_observe", False)
     return launch_shape(layout.num_agents, simulator, block, threads_per_env, layout.obs_elements, num_envs,

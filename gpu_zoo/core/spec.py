@@ -199,10 +199,10 @@ class EnvSpec:
         render: ``render(state, params) -> uint8 (H, W, 3)``; ``state`` maps field names to the
             NumPy arrays of one environment.
         module: the module whose docstring documents the environment.
-        launch: ``launch(params) -> dict`` of ``threads_per_env`` and ``max_registers`` for the
-            GPU when the caller gives neither, and ``split_observe`` when the caller does not give
-            it: a configuration whose kernel is measured to run faster than under
-            `gpu_zoo.core.compile.launch_shape`'s general choice. Optional.
+        launch: ``launch(params, num_envs) -> dict`` of ``threads_per_env`` and ``max_registers``
+            for the GPU when the caller gives neither, and ``split_observe`` when the caller does
+            not give it: a configuration whose kernel is measured to run faster than under
+            `gpu_zoo.core.compile.launch_shape`'s general choice, at that many envs. Optional.
     """
 
     id: str
@@ -215,7 +215,7 @@ class EnvSpec:
     constants: Callable[[Any], dict] = lambda p: {}
     render: Callable | None = None
     module: str = ""
-    launch: Callable[[Any], dict] | None = None
+    launch: Callable[[Any, int], dict] | None = None
 
     def __post_init__(self):
         if not (dataclasses.is_dataclass(self.params) and self.params.__dataclass_params__.frozen):

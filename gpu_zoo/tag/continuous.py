@@ -555,7 +555,7 @@ def _observation(p: TagParams) -> PerObs:
     return PerObs(observe_block, by_block=True, zeros_out_of_game=not p.use_full_observation)
 
 
-def launch(p: TagParams) -> dict:
+def launch(p: TagParams, num_envs: int) -> dict:
     """The GPU launch of full observations of 32 to 127 others: 512 threads per env.
 
     Such observations are most of a step, and the lanes a step's other phases leave idle write

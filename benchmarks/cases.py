@@ -141,10 +141,10 @@ def env_cases(device: str, sizes: str) -> list[Case]:
     cases += [Case("simple_tag", "jaxmarl", device, n) for n in st]
     cases += [Case("simple_tag", "jaxmarl_scan", device, n) for n in st]
     cases += [Case("simple_spread", s, device, n) for n in t["simple_spread"]
-              for s in ("gpu_zoo", "jaxmarl", "jaxmarl_scan")]
+              for s in ("gpu_zoo", "jaxmarl", "jaxmarl_scan", "vmas")]
     cases += [Case(w, s, device, n) for w in MPE_FAMILY
               for n in sorted(set(t["mpe_family"]) | set(t["mpe_headline"] if w in MPE_HEADLINE else ()))
-              for s in ("gpu_zoo", "jaxmarl", "jaxmarl_scan")]
+              for s in ("gpu_zoo", "jaxmarl", "jaxmarl_scan", *(("vmas",) if w in MPE_HEADLINE else ()))]
     for n, kw in t["tag_continuous"]:
         cases += [Case("tag_continuous", s, device, n, kw) for s in ("gpu_zoo", "warpdrive")]
     for n, kw in t["tag_gridworld"]:

@@ -64,7 +64,7 @@ def run_case(case: Case, tiny: bool) -> dict:
     if case.system == "vmas":
         from benchmarks.peers import vmas
 
-        return vmas.measure(case.num_envs, case.device, **t)
+        return vmas.measure(case.num_envs, case.device, **t, workload=case.workload)
     if case.system in ("jaxmarl", "jaxmarl_scan"):
         from benchmarks.peers import jaxmarl
 

@@ -1,4 +1,9 @@
-"""VMAS ``simple_tag`` (torch, batched over envs) on the same device as ours."""
+"""VMAS's MPE scenarios (torch, batched over envs) on the same device as ours.
+
+VMAS follows the original OpenAI MPE (its own action sets: 9 moves in simple_spread, the moves
+and messages flattened into one Discrete for the speaking agents), so its rows are alike in
+world, not identical to MPE2's.
+"""
 
 from __future__ import annotations
 
@@ -7,22 +12,25 @@ import torch
 from benchmarks.skip import Skipped
 from benchmarks.timing import gpu_memory_in_use, host_us_per_step, peak_gpu_memory, time_steps
 
-EPISODE = 25  # MPE's simple_tag episode length; VMAS envs all end together, so all are reset at once
+EPISODE = 25  # MPE's episode length; VMAS envs all end together, so all are reset at once
+SCENARIOS = ("simple_tag", "simple_spread", "simple_reference", "simple_speaker_listener", "simple_world_comm")
 
 
-def measure(num_envs: int, device: str, *, target_s: float, repeats: int) -> dict:
+def measure(num_envs: int, device: str, *, target_s: float, repeats: int, workload: str = "simple_tag") -> dict:
     try:
         import vmas
     except ImportError as err:
         raise Skipped(f"vmas is not installed ({err}); pip install vmas") from err
+    if workload not in SCENARIOS:
+        raise ValueError(f"no VMAS scenario measured for {workload!r}; measured: {SCENARIOS}")
     dev = torch.device(device)
     baseline = gpu_memory_in_use(dev)
     if dev.type == "cuda":
         torch.cuda.reset_peak_memory_stats(dev)
-    env = vmas.make_env("simple_tag", num_envs=num_envs, device=dev, continuous_actions=False, seed=0)
+    env = vmas.make_env(workload, num_envs=num_envs, device=dev, continuous_actions=False, seed=0)
     env.reset()
-    gen = torch.Generator(device=dev).manual_seed(0)
-    actions = [torch.randint(0, 5, (num_envs, 1), device=dev, generator=gen) for _ in env.agents]
+    torch.manual_seed(0)  # VMAS samples its random actions from torch's global generator
+    actions = [env.get_random_action(agent) for agent in env.agents]
     t = 0
 
     def step():

@@ -22,7 +22,6 @@ reads tasks from its own package's yaml files only, so gpu_zoo's tasks are used 
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import inspect
 from typing import Any
@@ -31,6 +30,7 @@ import gymnasium
 
 from gpu_zoo.core.batched import BatchedEnv
 from gpu_zoo.core.layout import Layout
+from gpu_zoo.core.spec import EnvSpec
 from gpu_zoo.registry import get_spec, registered_envs
 
 try:
@@ -47,10 +47,9 @@ _ENV_OPTIONS = (frozenset(inspect.signature(BatchedEnv.__init__).parameters)
                 | frozenset(inspect.signature(GpuZooEnv.__init__).parameters)) - {"self", "spec", "env", "params"}
 
 
-def _action_kinds(env_id: str, params: dict[str, Any]) -> tuple[bool, bool]:
+def _action_kinds(spec: EnvSpec, params: dict[str, Any]) -> tuple[bool, bool]:
     """(discrete offered, continuous offered): both where the env takes ``continuous_actions``."""
-    spec = get_spec(env_id)
-    fields = {f.name for f in dataclasses.fields(spec.make_params())}
+    fields = {f.name for f in dataclasses.fields(spec.params)}
     if "continuous_actions" in fields and "continuous_actions" not in params:
         return True, True
     layout = Layout(spec, spec.make_params(**params))  # the spaces, without compiling a kernel
@@ -63,7 +62,7 @@ class GpuZooClass(TaskClass):
 
     def __init__(self, name: str, config: dict[str, Any] | None):
         env_id = name.lower()
-        get_spec(env_id)  # an unknown id is refused here, naming the registered ones
+        spec = get_spec(env_id)  # an unknown id is refused here, naming the registered ones
         config = dict(config or {})
         for reserved in ("num_envs", "device", "categorical_actions"):
             if reserved in config:
@@ -71,20 +70,20 @@ class GpuZooClass(TaskClass):
                                  f"on/off_policy_n_envs_per_worker, the device by sampling_device; its algorithms "
                                  f"take action indices)")
         super().__init__(name=name.upper(), config=config)
-        self.env_id = env_id
+        self.env_id, self.spec = env_id, spec
         self._kinds: tuple[bool, bool] | None = None
-        get_spec(env_id).make_params(**self._env_params())  # the env's checks, before any compile
+        spec.make_params(**self._env_params())  # the env's checks, before any compile
 
     def _env_params(self) -> dict[str, Any]:
         return {k: v for k, v in self.config.items() if k not in _ENV_OPTIONS}
 
     def _action_kinds(self) -> tuple[bool, bool]:
         if self._kinds is None:
-            self._kinds = _action_kinds(self.env_id, self._env_params())
+            self._kinds = _action_kinds(self.spec, self._env_params())
         return self._kinds
 
     def get_env_fun(self, num_envs: int, continuous_actions: bool, seed: int | None, device):
-        config = copy.deepcopy(self.config)
+        config = dict(self.config)
         discrete, continuous = self._action_kinds()
         if discrete and continuous:
             config["continuous_actions"] = bool(continuous_actions)
@@ -108,7 +107,7 @@ class GpuZooClass(TaskClass):
         return int(_gpu_zoo_env(env).batched.params.max_cycles)
 
     def has_render(self, env) -> bool:
-        return True
+        return self.spec.render is not None
 
     @staticmethod
     def render_callback(experiment, env, data):

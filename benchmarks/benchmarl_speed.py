@@ -1,6 +1,12 @@
 """BenchMARL's MAPPO on simple_tag through gpu_zoo's env and through VMAS's, with the same settings.
 
     python -m benchmarks.benchmarl_speed --device cuda --num-envs 1024,8192 --iterations 4 --out DIR
+    python -m benchmarks.benchmarl_speed --device cuda --num-envs 8192 --iterations 24 --eval-every 4 --out DIR
+
+The second form is a learning comparison: it evaluates every ``--eval-every`` iterations (64
+episodes, deterministic actions, as BenchMARL's evaluation does) and records each group's return
+curve, from the first iteration's (a policy that has barely trained) to the last; its speed
+figures then leave the evaluations out (collection and training timers only).
 
 Both runs are one BenchMARL `Experiment`: the same algorithm config, model, seed, collection and
 training sizes; only the task differs (`gpu_zoo.benchmarl.GpuZooTask.SIMPLE_TAG_V3` against
@@ -34,7 +40,8 @@ def task(backend: str, max_steps: int):
     return VmasTask.SIMPLE_TAG.get_task(config={**config, "max_steps": max_steps})
 
 
-def experiment_config(device: str, num_envs: int, max_steps: int, iterations: int, folder: str):
+def experiment_config(device: str, num_envs: int, max_steps: int, iterations: int, folder: str,
+                      eval_every: int = 0):
     from benchmarl.experiment import ExperimentConfig
     cfg = ExperimentConfig.get_from_yaml()
     cfg.sampling_device = cfg.train_device = cfg.buffer_device = device
@@ -45,7 +52,7 @@ def experiment_config(device: str, num_envs: int, max_steps: int, iterations: in
     cfg.max_n_frames = None
     cfg.max_n_iters = iterations + 1
     cfg.evaluation = True
-    cfg.evaluation_interval = cfg.on_policy_collected_frames_per_batch * (iterations + 1)
+    cfg.evaluation_interval = cfg.on_policy_collected_frames_per_batch * (eval_every or (iterations + 1))
     cfg.evaluation_episodes = 64
     cfg.prefer_continuous_actions = False
     cfg.render = False
@@ -56,13 +63,25 @@ def experiment_config(device: str, num_envs: int, max_steps: int, iterations: in
     return cfg
 
 
-def _scalar(folder: pathlib.Path, name: str) -> list[float]:
+def _rows(folder: pathlib.Path, name: str) -> list[tuple[int, float]]:
+    """(iteration, value) of each logged value of BenchMARL's scalar ``name``."""
     (path,) = folder.glob(f"**/scalars/{name}.csv")
     with open(path) as f:
-        return [float(row[1]) for row in csv.reader(f)]
+        return [(int(float(row[0])), float(row[1])) for row in csv.reader(f)]
 
 
-def measure(backend: str, device: str, num_envs: int, max_steps: int, iterations: int, seed: int) -> dict:
+def _scalar(folder: pathlib.Path, name: str) -> list[float]:
+    return [v for _, v in _rows(folder, name)]
+
+
+def _return_curves(folder: pathlib.Path) -> dict[str, list[tuple[int, float]]]:
+    """Every group's mean episode return per logged iteration, in evaluation and in collection."""
+    names = sorted(p.stem for p in folder.glob("**/scalars/*reward_episode_reward_mean.csv"))
+    return {n: _rows(folder, n) for n in names}
+
+
+def measure(backend: str, device: str, num_envs: int, max_steps: int, iterations: int, seed: int,
+            eval_every: int = 0) -> dict:
     from benchmarl.algorithms import MappoConfig
     from benchmarl.experiment import Experiment
     from benchmarl.models import MlpConfig
@@ -70,7 +89,7 @@ def measure(backend: str, device: str, num_envs: int, max_steps: int, iterations
         t0 = time.perf_counter()
         exp = Experiment(task=task(backend, max_steps), algorithm_config=MappoConfig.get_from_yaml(),
                          model_config=MlpConfig.get_from_yaml(), seed=seed,
-                         config=experiment_config(device, num_envs, max_steps, iterations, folder))
+                         config=experiment_config(device, num_envs, max_steps, iterations, folder, eval_every))
         built = time.perf_counter() - t0
         exp.run()
         total = time.perf_counter() - t0
@@ -84,8 +103,13 @@ def measure(backend: str, device: str, num_envs: int, max_steps: int, iterations
             out[f"{t}_s"] = round(sum(values) / len(values), 4)
         out["collection_env_steps_per_s"] = frames / out["collection_time_s"]
         out["end_to_end_env_steps_per_s"] = frames / out["iteration_time_s"]
+        # iteration_time counts the evaluations in the iterations that run one
+        out["train_env_steps_per_s"] = frames / (out["collection_time_s"] + out["training_time_s"])
         for name in ("eval_adversary_reward_episode_reward_mean", "eval_agent_reward_episode_reward_mean"):
             out[name] = _scalar(root, name)[-1]
+        if eval_every:
+            out["eval_every"] = eval_every
+            out["return_curves"] = _return_curves(root)
         return out
 
 
@@ -97,13 +121,15 @@ def main(argv=None):
     p.add_argument("--iterations", type=int, default=4, help="timed iterations after the first")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--backends", default=",".join(BACKENDS))
+    p.add_argument("--eval-every", type=int, default=0,
+                   help="evaluate every this many iterations and record the return curves (0: at the end only)")
     p.add_argument("--out", default=None, help="a folder for benchmarl_speed.jsonl")
     a = p.parse_args(argv)
     rows = []
     for n in (int(s) for s in a.num_envs.split(",")):
         for backend in a.backends.split(","):
-            row = measure(backend, a.device, n, a.max_steps, a.iterations, a.seed)
-            print(json.dumps(row), flush=True)
+            row = measure(backend, a.device, n, a.max_steps, a.iterations, a.seed, a.eval_every)
+            print(json.dumps({k: v for k, v in row.items() if k != "return_curves"}), flush=True)
             rows.append(row)
     if a.out:
         out = pathlib.Path(a.out)

@@ -21,7 +21,9 @@ class Case:
             ``jaxmarl_scan``, ``warpdrive``).
         device: ``cuda`` or ``cpu``.
         num_envs: environments stepped together.
-        config: the env's constructor arguments (gpu_zoo's names) and measurement settings.
+        config: the env's constructor arguments (gpu_zoo's names) and measurement settings:
+            ``world`` names a peer's shipped world the arguments start from (`WORLDS`), ``actions``
+            how actions are drawn (`ACTIONS`; absent means ``fixed``).
     """
 
     workload: str
@@ -39,6 +41,15 @@ class Case:
         return asdict(self)
 
 
+ACTIONS = {
+    "fixed": "one random action per agent, drawn once before the clock: the env step alone",
+    "fresh": "new random actions drawn on the device before every step, timed with it: what a random-policy "
+             "loop or a trainer's sampler pays",
+}
+"""How a row's actions are drawn (a case's ``actions``)."""
+MEASUREMENT_SETTINGS = ("world", "actions")
+"""Config keys that say how a case is measured, not constructor arguments."""
+
 TRAINER_SETTINGS = ("num_steps", "hidden", "update_epochs", "num_minibatches")
 """The trainer's `Args` fields a training case may set; the others keep their defaults."""
 
@@ -52,6 +63,18 @@ def tag_continuous_kwargs(agents: int) -> dict:
     kw = {"num_taggers": taggers, "num_runners": agents - taggers}
     if agents > 100:
         kw.update(use_full_observation=False, num_other_agents_observed=10)
+    return kw
+
+
+def shipped_world_counts(agents: int, taggers: int | None = None) -> dict:
+    """WarpDrive's tag_continuous.yaml world with only the agent counts changed (a twentieth taggers by default).
+
+    The world observes the 10 nearest; an env of 10 agents or fewer observes all the others.
+    """
+    taggers = max(1, agents // 20) if taggers is None else taggers
+    kw = {"world": WARPDRIVE_YAML, "num_taggers": taggers, "num_runners": agents - taggers}
+    if agents - 1 < WARPDRIVE_TAG_RUN["env"]["num_other_agents_observed"]:
+        kw["num_other_agents_observed"] = agents - 1
     return kw
 
 
@@ -73,6 +96,29 @@ WARPDRIVE_TAG_RUN = {
                 step_reward_for_runner=0.0, edge_hit_penalty=0.0, end_of_game_reward_for_runner=1.0,
                 tagging_distance=0.02),
 }
+
+
+WARPDRIVE_YAML = "tag_continuous.yaml"
+WORLDS = {WARPDRIVE_YAML: WARPDRIVE_TAG_RUN["env"]}
+"""Peers' shipped worlds by name: a case with ``world`` takes these arguments, its own on top (agent counts)."""
+
+
+def env_kwargs(case: Case) -> dict:
+    """The constructor arguments (gpu_zoo's names) of ``case``'s env: its world's, then its own."""
+    own = {k: v for k, v in case.config.items() if k not in MEASUREMENT_SETTINGS}
+    world = case.config.get("world")
+    if world is None:
+        return own
+    if world not in WORLDS:
+        raise ValueError(f"unknown world {world!r}; known: {sorted(WORLDS)}")
+    return {**WORLDS[world], **own}
+
+
+def action_mode(case: Case) -> str:
+    mode = case.config.get("actions", "fixed")
+    if mode not in ACTIONS:
+        raise ValueError(f"actions must be one of {sorted(ACTIONS)}, got {mode!r}")
+    return mode
 
 
 def warpdrive_run_cases(device: str, iterations: int, repeats: int) -> list[Case]:
@@ -105,13 +151,20 @@ _FULL = {
     "mpe_family": [16384, 131072],
     "mpe_headline": [1024, 16384, 131072, 1048576],  # the scenarios of `MPE_HEADLINE`, as simple_spread
     "supersuit": [1, 16, 256],
-    "tag_continuous": [(2000, tag_continuous_kwargs(a)) for a in (5, 100, 640, 1000)],
+    "tag_continuous": [(2000, tag_continuous_kwargs(a)) for a in (5, 100, 640, 1000)]
+    + [(2000, shipped_world_counts(a)) for a in (5, 100, 640, 1000)],
     "tag_gridworld": [(n, gridworld_kwargs(a)) for n, a in ((2000, 5), (2000, 51), (32768, 5), (262144, 5))],
     GTB: [1, 1024, 16384, 65536],
     "train": [("simple_tag_v3", 16384, {}), ("tag_continuous_v0", 2000, tag_continuous_kwargs(5)),
               ("tag_gridworld_v0", 2000, gridworld_kwargs(5))],
     SB3: [192],  # SB3 vector slots: 64 of our envs x 3 adversaries, 48 SuperSuit envs x 4 agents
 }
+# The sizes the README's table shows: each is measured with fresh actions too, for every GPU system.
+FRESH_SIZES = {"simple_tag": (1024, 16384, 1048576), "simple_spread": (131072, 1048576),
+               "simple_speaker_listener": (131072,), "simple_reference": (131072, 1048576),
+               "simple_world_comm": (1024, 131072), "tag_continuous": (2000,), "tag_gridworld": (2000,),
+               GTB: (65536,)}
+GPU_SYSTEMS = ("gpu_zoo", "jaxmarl", "jaxmarl_scan", "vmas", "warpdrive")
 # Tiny sizes reuse the small configurations of the test suite (tests/helpers.py), whose kernels
 # the tests have usually compiled already: the CI run then compiles almost nothing.
 _TAG_SMALL = {"num_taggers": 2, "num_runners": 3, "max_cycles": 6}
@@ -122,7 +175,8 @@ _TINY = {
     "mpe_headline": [],
     "mpe_family": [],  # each would compile kernels of its own in CI: simple_spread stands for them there
     "supersuit": [2],
-    "tag_continuous": [(4, _TAG_SMALL)],
+    "fresh": {"simple_tag": (8,), "tag_continuous": (4,)},
+    "tag_continuous": [(4, _TAG_SMALL)],  # the shipped world would compile a configuration of its own
     "tag_gridworld": [(4, _GRID_SMALL)],
     GTB: [],  # its kernels take minutes to compile on a small CPU: measured at full sizes only
     "train": [("tag_gridworld_v0", 4, _GRID_SMALL)],
@@ -152,6 +206,9 @@ def env_cases(device: str, sizes: str) -> list[Case]:
     cases += [Case(GTB, "gpu_zoo", device, n) for n in t[GTB]]
     if t[GTB]:
         cases.append(Case(GTB, "ai_economist", "cpu", 1))
+    fresh = t.get("fresh", FRESH_SIZES)
+    cases += [Case(c.workload, c.system, c.device, c.num_envs, {**c.config, "actions": "fresh"}) for c in list(cases)
+              if c.system in GPU_SYSTEMS and c.num_envs in fresh.get(c.workload, ())]
     return cases
 
 

@@ -41,8 +41,22 @@ def step_traffic(layout) -> dict:
     return {"read": read, "write": write, "total": read + write, "words_per_env": layout.words_per_env}
 
 
-def measure(env_id: str, num_envs: int, device: str, env_kwargs: dict, *, target_s: float, repeats: int) -> dict:
-    """Steps ``num_envs`` copies of ``env_id`` with fixed random actions (auto-resets included)."""
+ACTION_NOTES = {
+    "fixed": "one random valid action per agent (BatchedEnv.sample_actions), written once before the clock",
+    "fresh": "BatchedEnv.sample_actions on the device before every step (torch.rand per group), copied into "
+             "the env's action buffers and timed with the step",
+}
+
+
+def measure(env_id: str, num_envs: int, device: str, env_kwargs: dict, *, target_s: float, repeats: int,
+            actions: str = "fixed") -> dict:
+    """Steps ``num_envs`` copies of ``env_id`` with random actions (auto-resets included).
+
+    ``actions``: ``fixed`` (drawn once: the clock sees the env step alone) or ``fresh`` (drawn
+    on the device before every step, inside the clock).
+    """
+    if actions not in ACTION_NOTES:
+        raise ValueError(f"actions must be one of {sorted(ACTION_NOTES)}, got {actions!r}")
     import gpu_zoo
 
     if env_id not in gpu_zoo.registered_envs():
@@ -55,11 +69,19 @@ def measure(env_id: str, num_envs: int, device: str, env_kwargs: dict, *, target
     env = gpu_zoo.make(env_id, num_envs=num_envs, device=dev, validate=False, **env_kwargs)
     make_s = time.perf_counter() - t0
     env.reset(seed=0)
-    # One random valid action per agent, written once: the clock sees the env step alone.
     gen = torch.Generator(device=dev).manual_seed(0)
-    for g, a in env.sample_actions(gen).items():
-        env.actions[g].copy_(a)
-    timing = time_steps(env.step, dev, target_s=target_s, repeats=repeats, warmup=2)
+
+    def draw():
+        for g, a in env.sample_actions(gen).items():
+            env.actions[g].copy_(a)
+
+    def draw_and_step():
+        draw()
+        env.step()
+
+    draw()
+    step = env.step if actions == "fixed" else draw_and_step
+    timing = time_steps(step, dev, target_s=target_s, repeats=repeats, warmup=2)
     rate = timing.summary(num_envs)
     agents = env.layout.num_agents
     traffic = step_traffic(env.layout)
@@ -67,7 +89,8 @@ def measure(env_id: str, num_envs: int, device: str, env_kwargs: dict, *, target
         "env_steps_per_s": rate["median"], "spread": rate["spread"], "samples": rate["samples"],
         "agent_steps_per_s": rate["median"] * agents, "agents": agents, "steps_per_repeat": timing.steps,
         # On the CPU target the step runs in the calling thread: its host cost is the whole step.
-        "host_us_per_step": host_us_per_step(env.step, dev) if dev.type == "cuda" else None,
+        "host_us_per_step": host_us_per_step(step, dev) if dev.type == "cuda" else None,
+        "env_kwargs": env_kwargs, "actions": actions, "notes": ACTION_NOTES[actions],
         "make_s": make_s, "target": env.target,
         "launch": str(env._launcher.shape), "state_bytes": env.buffers.nbytes(),
         "bytes_per_env_step": traffic,

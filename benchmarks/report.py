@@ -6,6 +6,7 @@ import json
 from collections import defaultdict
 from pathlib import Path
 
+from benchmarks.cases import ACTIONS, Case, env_kwargs
 from benchmarks.runner import SCHEMA
 
 WORKLOADS = {
@@ -121,16 +122,30 @@ def _machine_of(r: dict) -> str:
     return m["gpu"] if r["device"] == "cuda" else f"{m['gpu']} host's CPU, {m['cpu_count']} cores"
 
 
+def actions_of(r: dict) -> str:
+    """How the row's actions were drawn: a key of `benchmarks.cases.ACTIONS`."""
+    return (r.get("config") or {}).get("actions", "fixed")
+
+
+def shipped_world_of(r: dict) -> str | None:
+    """The peer's shipped world the row's env starts from (`benchmarks.cases.WORLDS`), if any."""
+    return (r.get("config") or {}).get("world")
+
+
 def _variant(r: dict) -> str:
-    """What tells apart our rows of one workload and size: the trainer's settings, for training rows."""
-    return trainer_name(r).removeprefix("gpu_zoo PPO, ") if r["workload"].startswith("train_") else ""
+    """What tells apart our rows of one workload and size: the trainer's settings, the world, the actions."""
+    if r["workload"].startswith("train_"):
+        return trainer_name(r).removeprefix("gpu_zoo PPO, ")
+    parts = [f"{shipped_world_of(r)} world"] if shipped_world_of(r) else []
+    return ", ".join(parts + (["fresh actions"] if actions_of(r) == "fresh" else []))
 
 
 def same_size_peers(records: list[dict], mine: dict) -> list[dict]:
-    """The other systems' records of ``mine``'s machine, workload, agents, device and num_envs."""
+    """The other systems' records of ``mine``'s machine, workload, agents, device, num_envs, world and actions."""
     return [r for r in records if r["system"] != "gpu_zoo" and _machine_of(r) == _machine_of(mine)
             and r["workload"] == mine["workload"] and agents_of(r) == agents_of(mine)
-            and r["device"] == mine["device"] and r["num_envs"] == mine["num_envs"]]
+            and r["device"] == mine["device"] and r["num_envs"] == mine["num_envs"]
+            and shipped_world_of(r) == shipped_world_of(mine) and actions_of(r) == actions_of(mine)]
 
 
 def headline(records: list[dict], device: str) -> list[str]:
@@ -320,7 +335,9 @@ def write_report(results: str | Path, out: str | Path) -> Path:
              "(one record per measurement, with the command, machine and versions that produced it). "
              "Every configuration runs in its own process; each figure is the median of timed repeats after a "
              "warm-up, with the clock read after a device synchronisation (CUDA events for GPU work). "
-             "Actions are random and fixed; auto-resets are included. *roofline* is the bytes one env-step must "
+             "Actions are random: *fixed* (drawn once, before the clock: the env step alone) unless a row says "
+             "*fresh actions* (drawn on the device before every step, inside the clock); auto-resets are included. "
+             "*roofline* is the bytes one env-step must "
              "move (counted from the env's layout: every field read once, written once if the step changes it) "
              "times env-steps/s, as a fraction of the device-to-device copy bandwidth measured in the same process.",
              "", "## Headline: gpu_zoo / best peer", "",
@@ -370,32 +387,50 @@ def write_report(results: str | Path, out: str | Path) -> Path:
 
 # ------------------------------------------------------------------ the README's speed table
 README_ROWS = (
-    ("simple_tag", 1048576, None), ("simple_tag", 16384, None), ("simple_tag", 1024, None),
-    ("simple_spread", 131072, None), ("simple_spread", 1048576, None), ("simple_speaker_listener", 131072, None),
-    ("simple_reference", 131072, None), ("simple_reference", 1048576, None),
-    ("simple_world_comm", 131072, None), ("simple_world_comm", 1024, None),
-    ("tag_continuous", 2000, 5), ("tag_continuous", 2000, 100), ("tag_continuous", 2000, 640),
-    ("tag_continuous", 2000, 1000), ("tag_gridworld", 2000, 5), ("tag_gridworld", 2000, 51),
-    ("gather_trade_build", 65536, None),
+    ("simple_tag", 1048576, None, None), ("simple_tag", 16384, None, None), ("simple_tag", 1024, None, None),
+    ("simple_spread", 131072, None, None), ("simple_spread", 1048576, None, None),
+    ("simple_speaker_listener", 131072, None, None),
+    ("simple_reference", 131072, None, None), ("simple_reference", 1048576, None, None),
+    ("simple_world_comm", 131072, None, None), ("simple_world_comm", 1024, None, None),
+    # WarpDrive's own shipped world first: the like-for-like Tag comparison
+    ("tag_continuous", 2000, 100, "tag_continuous.yaml"), ("tag_continuous", 2000, 640, "tag_continuous.yaml"),
+    ("tag_continuous", 2000, 1000, "tag_continuous.yaml"), ("tag_continuous", 2000, 5, "tag_continuous.yaml"),
+    ("tag_continuous", 2000, 5, None), ("tag_continuous", 2000, 100, None), ("tag_continuous", 2000, 640, None),
+    ("tag_continuous", 2000, 1000, None), ("tag_gridworld", 2000, 5, None), ("tag_gridworld", 2000, 51, None),
+    ("gather_trade_build", 65536, None, None),
 )
-"""(workload, num_envs, agents per env or None) of each row of the README's table, GPU records of one machine."""
+"""(workload, num_envs, agents per env or None, shipped world or None) of each row of the README's table, GPU
+records of one machine; each row once per action mode measured."""
 
 README_BEGIN = "<!-- speed table: written by `python -m benchmarks report --readme README.md`; do not edit -->"
 README_END = "<!-- end of speed table -->"
-_COUNTS = ("num_taggers", "num_runners", "use_full_observation", "num_other_agents_observed")
-ACTION_MODES = {"gpu_zoo": "fixed random", "jaxmarl": "fixed random, a call a step",
-                "jaxmarl_scan": "fixed random, 100 steps a call", "vmas": "fixed random", "warpdrive": "fixed random",
-                "mpe2": "random, drawn ahead", "supersuit": "random", "ai_economist": "masked random, each step"}
+_COUNTS = ("num_taggers", "num_runners", "use_full_observation", "num_other_agents_observed", "world", "actions")
+_REFERENCE_ACTIONS = {"mpe2": "random, drawn ahead", "supersuit": "random", "ai_economist": "masked random, each step"}
+_WORLD_NAMES = {"tag_continuous.yaml": "WarpDrive's tag_continuous.yaml, agent counts changed"}
+
+
+def action_mode(r: dict) -> str:
+    """How a record's system drew its actions, and how many steps one call ran."""
+    if r["system"] in _REFERENCE_ACTIONS:
+        return _REFERENCE_ACTIONS[r["system"]]
+    drawn = "fresh random each step" if actions_of(r) == "fresh" else "fixed random"
+    if r["system"] == "jaxmarl":
+        return f"{drawn}, a call a step"
+    if r["system"] == "jaxmarl_scan":
+        return f"{drawn}, {r.get('steps_per_call', 100)} steps a call"
+    return drawn
 
 
 def world_of(r: dict) -> str:
-    """The constructor arguments a row sets beyond the agent counts ("defaults" when none)."""
+    """The row's world: a peer's shipped one, and the constructor arguments set beyond the agent counts."""
     extra = {k: v for k, v in (r.get("config") or {}).items() if k not in _COUNTS and not isinstance(v, dict)}
-    return ", ".join(f"{k}={v}" for k, v in sorted(extra.items())) or "defaults"
+    shipped = shipped_world_of(r)
+    parts = ([_WORLD_NAMES.get(shipped, shipped)] if shipped else []) + [f"{k}={v}" for k, v in sorted(extra.items())]
+    return ", ".join(parts) or "defaults"
 
 
 def observation_mode(r: dict) -> str:
-    c = r.get("config") or {}
+    c = env_kwargs(Case(r["workload"], r["system"], r["device"], r["num_envs"], r.get("config") or {}))
     if c.get("use_full_observation", True):
         return "full"
     k = c.get("num_other_agents_observed")
@@ -409,35 +444,47 @@ def readme_table(records: list[dict], gpu: str = "NVIDIA H200") -> list[str]:
     when it is all there is, appears as a figure without a ratio.
     """
     ok = [r for r in records if r["machine"].get("gpu") == gpu and r["status"] in ("ok", "unsupported")]
-    lines = [f"On one {gpu} (auto-resets included; *actions*: how each system's actions are drawn):", "",
-             "| workload | num_envs x agents | world | observations | gpu_zoo env-steps/s | best other system "
-             "(actions) | its env-steps/s | ratio |", "| --- | --- | --- | --- | --- | --- | --- | --- |"]
-    for workload, n, agents in README_ROWS:
-        mine = [r for r in ok if r["system"] == "gpu_zoo" and r["device"] == "cuda" and r["workload"] == workload
-                and r["num_envs"] == n and r["status"] == "ok" and (agents is None or agents_of(r) == agents)]
-        if not mine:
-            continue
-        me = max(mine, key=lambda r: r["machine"]["date"])
-        same = same_size_peers(ok, me)
-        measured = [r for r in same if r["status"] == "ok"]
-        # a reference package that steps one env on one CPU core: its figure, from whichever machine ran it
-        reference = [r for r in records if r["system"] in ("mpe2", "ai_economist") and r["workload"] == workload
-                     and r["status"] == "ok"]
-        head = (f"| {workload} | {n:,} x {agents_of(me)} | {world_of(me)} | {observation_mode(me)} | "
-                f"{me['env_steps_per_s']:.3g} | ")
-        if measured:
-            best = max(measured, key=lambda r: r["env_steps_per_s"])
-            peer = f"{SYSTEM_NAMES.get(best['system'], best['system'])} ({ACTION_MODES.get(best['system'], '')})"
-            lines.append(head + f"{peer} | {best['env_steps_per_s']:.3g} | "
-                         f"{me['env_steps_per_s'] / best['env_steps_per_s']:.3g}x |")
-        elif same:  # every peer refused this size
-            lines.append(head + f"{SYSTEM_NAMES.get(same[0]['system'], same[0]['system'])}: cannot run it | - | - |")
-        elif reference:
-            ref = max(reference, key=lambda r: r["env_steps_per_s"])
-            peer = f"{SYSTEM_NAMES.get(ref['system'], ref['system'])} ({ACTION_MODES.get(ref['system'], '')}, 1 env)"
-            lines.append(head + f"{peer} | {ref['env_steps_per_s']:.3g} | - |")
+    lines = [f"On one {gpu} (auto-resets included; *actions*: how both sides of a row draw their actions):", "",
+             "| workload | num_envs x agents | world | observations | actions | gpu_zoo env-steps/s "
+             "| best other system | its env-steps/s | ratio |", "|" + " --- |" * 9]
+    for workload, n, agents, world in README_ROWS:
+        for actions in ACTIONS:
+            mine = [r for r in ok if r["system"] == "gpu_zoo" and r["device"] == "cuda" and r["workload"] == workload
+                    and r["num_envs"] == n and r["status"] == "ok" and (agents is None or agents_of(r) == agents)
+                    and shipped_world_of(r) == world and actions_of(r) == actions]
+            if mine:
+                lines += _readme_row(records, ok, max(mine, key=lambda r: r["machine"]["date"]))
     return lines + ["", "*world* `defaults`: each system's constructor defaults, the same world on both sides of a row "
-                    "(MPE2's for the MPE scenarios, WarpDrive's constructor's for Tag)."]
+                    "(MPE2's for the MPE scenarios, WarpDrive's constructor's for Tag). *actions* `fixed random`: "
+                    "one random action per agent drawn before the clock, so the row times the env step alone; "
+                    "`fresh random each step`: new random actions drawn on the device before every step and timed "
+                    "with it (what a random-policy loop or a trainer's sampler pays); JaxMARL's in-graph draws and "
+                    "steps per call are said in its cell."]
+
+
+def _readme_row(records: list[dict], ok: list[dict], me: dict) -> list[str]:
+    """One README row: ``me`` against the fastest peer of the same size, world and action mode."""
+    same = same_size_peers(ok, me)
+    measured = [r for r in same if r["status"] == "ok"]
+    # a reference package that steps one env on one CPU core: its figure, from whichever machine ran it
+    reference = [r for r in records if r["system"] in ("mpe2", "ai_economist") and r["workload"] == me["workload"]
+                 and r["status"] == "ok"]
+    head = (f"| {me['workload']} | {me['num_envs']:,} x {agents_of(me)} | {world_of(me)} | {observation_mode(me)} | "
+            f"{action_mode(me)} | {me['env_steps_per_s']:.3g} | ")
+    if measured:
+        best = max(measured, key=lambda r: r["env_steps_per_s"])
+        peer = SYSTEM_NAMES.get(best["system"], best["system"])
+        if best["system"] == "jaxmarl_scan":
+            peer += f" ({best.get('steps_per_call', 100)} steps a call)"
+        ratio = me["env_steps_per_s"] / best["env_steps_per_s"]
+        return [head + f"{peer} | {best['env_steps_per_s']:.3g} | {ratio:.3g}x |"]
+    if same:  # every peer refused this size
+        return [head + f"{SYSTEM_NAMES.get(same[0]['system'], same[0]['system'])}: cannot run it | - | - |"]
+    if reference:
+        ref = max(reference, key=lambda r: r["env_steps_per_s"])
+        peer = f"{SYSTEM_NAMES.get(ref['system'], ref['system'])} ({action_mode(ref)}, 1 env)"
+        return [head + f"{peer} | {ref['env_steps_per_s']:.3g} | - |"]
+    return []
 
 
 def write_readme_table(records: list[dict], readme: str | Path) -> Path:

@@ -6,7 +6,7 @@ import json
 import sys
 import traceback
 
-from benchmarks.cases import GTB, MPE_FAMILY, SB3, TRAINER_SETTINGS, Case
+from benchmarks.cases import GTB, MPE_FAMILY, SB3, TRAINER_SETTINGS, Case, action_mode, env_kwargs
 from benchmarks.skip import Skipped
 
 RECORD_PREFIX = "BENCH_RECORD "
@@ -30,17 +30,18 @@ def train_config(case: Case) -> tuple[str | None, dict, dict]:
 def run_case(case: Case, tiny: bool) -> dict:
     """The measurement of ``case`` (raises `Skipped` when it cannot be taken here)."""
     t = {"target_s": 0.02, "repeats": 2} if tiny else {"target_s": 0.15, "repeats": 5}
-    kw = dict(case.config)
+    kw = env_kwargs(case)
+    actions = action_mode(case)
     if case.workload.startswith("train_"):
-        env_id, env_kwargs, settings = train_config(case)
+        env_id, train_kw, settings = train_config(case)
         timing = {k: settings.pop(k) for k in ("iterations", "repeats")}
         if case.system == "warpdrive":
             from benchmarks.peers import warpdrive
 
-            return warpdrive.measure_a2c(case.num_envs, case.device, env_kwargs, **timing)
+            return warpdrive.measure_a2c(case.num_envs, case.device, train_kw, **timing)
         from benchmarks import training
 
-        return training.measure(env_id, case.num_envs, case.device, env_kwargs, **timing, **settings)
+        return training.measure(env_id, case.num_envs, case.device, train_kw, **timing, **settings)
     if case.workload == SB3:
         from benchmarks import sb3
 
@@ -48,7 +49,7 @@ def run_case(case: Case, tiny: bool) -> dict:
     if case.system == "gpu_zoo":
         from benchmarks import ours
 
-        return ours.measure(_OUR_IDS[case.workload], case.num_envs, case.device, kw, **t)
+        return ours.measure(_OUR_IDS[case.workload], case.num_envs, case.device, kw, **t, actions=actions)
     if case.system == "mpe2":
         from benchmarks.peers import mpe2
 
@@ -64,16 +65,16 @@ def run_case(case: Case, tiny: bool) -> dict:
     if case.system == "vmas":
         from benchmarks.peers import vmas
 
-        return vmas.measure(case.num_envs, case.device, **t, workload=case.workload)
+        return vmas.measure(case.num_envs, case.device, **t, workload=case.workload, actions=actions)
     if case.system in ("jaxmarl", "jaxmarl_scan"):
         from benchmarks.peers import jaxmarl
 
         return jaxmarl.measure(case.num_envs, case.device, "scan" if case.system == "jaxmarl_scan" else "step", **t,
-                               workload=case.workload)
+                               workload=case.workload, actions=actions)
     if case.system == "warpdrive":
         from benchmarks.peers import warpdrive
 
-        return warpdrive.measure(case.workload, case.num_envs, case.device, kw, **t)
+        return warpdrive.measure(case.workload, case.num_envs, case.device, kw, **t, actions=actions)
     raise ValueError(f"no measurement for system {case.system!r}")
 
 
@@ -98,7 +99,7 @@ def warm(case: Case) -> dict:
     if case.workload.startswith("train_"):
         env_id, env_kw, _ = train_config(case)
     else:
-        env_id, env_kw = _OUR_IDS[case.workload], case.config
+        env_id, env_kw = _OUR_IDS[case.workload], env_kwargs(case)
     t = time.perf_counter()
     dev = torch.device(case.device)
     env = gpu_zoo.make(env_id, num_envs=case.num_envs, device=dev, validate=False, **env_kw)

@@ -192,8 +192,61 @@ def test_the_readme_table_sets_ours_against_the_fastest_peer_of_the_same_size():
                _record("jaxmarl_scan", 9e9, n=1024),  # another size: not a peer of this row
                _record("jaxmarl_scan", 9e9, gpu="NVIDIA A100")]  # another machine: neither
     rows = [line for line in readme_table(records) if line.startswith("| simple_spread")]
-    assert rows == ["| simple_spread | 131,072 x 3 | defaults | full | 2e+09 | JaxMARL in lax.scan (fixed random, "
-                    "100 steps a call) | 1e+09 | 2x |"]
+    assert rows == ["| simple_spread | 131,072 x 3 | defaults | full | fixed random | 2e+09 | JaxMARL in lax.scan "
+                    "(100 steps a call) | 1e+09 | 2x |"]
+
+
+def test_a_row_is_set_only_against_peers_of_its_own_world_and_action_mode():
+    from benchmarks.report import readme_table
+
+    tag = {"workload": "tag_continuous", "n": 2000}
+    yaml_world = {"world": "tag_continuous.yaml", "num_taggers": 5, "num_runners": 95}
+    defaults = {"num_taggers": 5, "num_runners": 95}
+    records = [_record("gpu_zoo", 5e6, **tag, **yaml_world), _record("warpdrive", 1e6, **tag, **yaml_world),
+               _record("gpu_zoo", 4e6, **tag, **yaml_world, actions="fresh"),
+               _record("warpdrive", 2e6, **tag, **yaml_world, actions="fresh"),
+               _record("gpu_zoo", 7e6, **tag, **defaults), _record("warpdrive", 1e5, **tag, **defaults)]
+    for r in records:
+        r["agents"] = 100
+    rows = [line for line in readme_table(records) if line.startswith("| tag_continuous")]
+    shipped = "WarpDrive's tag_continuous.yaml, agent counts changed"
+    assert rows == [  # the peer's own shipped world heads the Tag rows, each action mode against its own
+        f"| tag_continuous | 2,000 x 100 | {shipped} | 10 nearest | fixed random | 5e+06 | WarpDrive 2.7.1 (numba) "
+        "| 1e+06 | 5x |",
+        f"| tag_continuous | 2,000 x 100 | {shipped} | 10 nearest | fresh random each step | 4e+06 | WarpDrive 2.7.1 "
+        "(numba) | 2e+06 | 2x |",
+        "| tag_continuous | 2,000 x 100 | defaults | full | fixed random | 7e+06 | WarpDrive 2.7.1 (numba) | 1e+05 "
+        "| 70x |"]
+
+
+def test_a_shipped_world_gives_its_arguments_under_the_cases_own():
+    from benchmarks.cases import WARPDRIVE_TAG_RUN, Case, action_mode, env_kwargs, shipped_world_counts
+
+    case = Case("tag_continuous", "gpu_zoo", "cuda", 2000, {**shipped_world_counts(640), "actions": "fresh"})
+    kw = env_kwargs(case)
+    assert kw == {**WARPDRIVE_TAG_RUN["env"], "num_taggers": 32, "num_runners": 608}
+    assert action_mode(case) == "fresh"
+    # ten agents or fewer: the world's 10 nearest become every other agent
+    assert env_kwargs(Case("tag_continuous", "gpu_zoo", "cuda", 2000, shipped_world_counts(5)))[
+        "num_other_agents_observed"] == 4
+    with pytest.raises(ValueError, match="unknown world"):
+        env_kwargs(Case("tag_continuous", "gpu_zoo", "cuda", 1, {"world": "nowhere.yaml"}))
+    with pytest.raises(ValueError, match="actions must be one of"):
+        action_mode(Case("simple_tag", "gpu_zoo", "cuda", 1, {"actions": "sometimes"}))
+
+
+def test_every_readme_size_is_measured_with_fresh_actions_by_every_gpu_system():
+    from benchmarks.cases import GPU_SYSTEMS
+    from benchmarks.report import README_ROWS
+
+    cases = suite_cases("env", "cuda", "full")
+    fresh = {(c.workload, c.system, c.num_envs, c.config.get("world")) for c in cases
+             if c.config.get("actions") == "fresh"}
+    for workload, n, _, world in README_ROWS:
+        systems = {c.system for c in cases if c.workload == workload and c.num_envs == n
+                   and c.config.get("world") == world and c.system in GPU_SYSTEMS and "actions" not in c.config}
+        assert systems, (workload, n)
+        assert {(workload, s, n, world) for s in systems} <= fresh, (workload, n, world)
 
 
 def test_the_readme_speed_table_is_the_one_the_committed_records_give():

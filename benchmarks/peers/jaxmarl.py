@@ -30,8 +30,14 @@ def _import(device: str):
 
 
 def measure(num_envs: int, device: str, mode: str, *, target_s: float, repeats: int,
-            workload: str = "simple_tag") -> dict:
-    """``mode``: ``"step"`` (one jitted call per step) or ``"scan"`` (``SCAN_LENGTH`` steps per call)."""
+            workload: str = "simple_tag", actions: str = "fixed") -> dict:
+    """``mode``: ``"step"`` (one jitted call per step) or ``"scan"`` (``SCAN_LENGTH`` steps per call).
+
+    ``actions``: ``fixed`` (one random action per agent, drawn once, a constant of the graph) or
+    ``fresh`` (drawn inside the jitted graph before every step from a key carried along).
+    """
+    if actions not in ("fixed", "fresh"):
+        raise ValueError(f"actions must be 'fixed' or 'fresh', got {actions!r}")
     jax, jaxmarl = _import(device)
     import jax.numpy as jnp
 
@@ -42,17 +48,24 @@ def measure(num_envs: int, device: str, mode: str, *, target_s: float, repeats: 
         raise Skipped(f"JaxMARL has no {SCENARIOS[workload]} ({err})") from None
     keys = jax.random.split(jax.random.PRNGKey(0), num_envs)
     _, state = jax.vmap(env.reset)(keys)
-    rng = jax.random.PRNGKey(1)
-    actions = {a: jax.random.randint(jax.random.fold_in(rng, i), (num_envs,), 0, env.action_space(a).n,
-                                     dtype=jnp.int32) for i, a in enumerate(env.agents)}
+    def draw(rng):
+        return {a: jax.random.randint(jax.random.fold_in(rng, i), (num_envs,), 0, env.action_space(a).n,
+                                      dtype=jnp.int32) for i, a in enumerate(env.agents)}
+
+    fixed = draw(jax.random.PRNGKey(1))
 
     def one(carry, _=None):
-        keys, state = carry
+        keys, state, rng = carry
         keys = jax.vmap(lambda k: jax.random.split(k)[0])(keys)
-        _, state, _, _, _ = jax.vmap(env.step)(keys, state, actions)  # auto-resets finished envs
-        return (keys, state), None
+        if actions == "fresh":
+            rng, sub = jax.random.split(rng)
+            acts = draw(sub)
+        else:
+            acts = fixed
+        _, state, _, _, _ = jax.vmap(env.step)(keys, state, acts)  # auto-resets finished envs
+        return (keys, state, rng), None
 
-    carry = [(keys, state)]
+    carry = [(keys, state, jax.random.PRNGKey(2))]
     if mode == "step":
         fn, per_call = jax.jit(one), 1
     elif mode == "scan":
@@ -71,6 +84,8 @@ def measure(num_envs: int, device: str, mode: str, *, target_s: float, repeats: 
     agents = env.num_agents
     return {"env_steps_per_s": rate["median"], "spread": rate["spread"], "samples": rate["samples"],
             "agent_steps_per_s": rate["median"] * agents, "agents": agents, "steps_per_repeat": timing.steps * per_call,
-            "jax_device": str(jax.devices()[0]), "jaxmarl_env": SCENARIOS[workload],
-            "notes": f"jit(vmap(env.step)), fixed random discrete actions; {per_call} step(s) per call; clock after "
-                     "block_until_ready"}
+            "jax_device": str(jax.devices()[0]), "jaxmarl_env": SCENARIOS[workload], "steps_per_call": per_call,
+            "actions": actions,
+            "notes": f"jit(vmap(env.step)), {per_call} step(s) per call, discrete actions "
+                     + ("drawn in the graph before every step" if actions == "fresh" else "fixed random (drawn once)")
+                     + "; clock after block_until_ready"}

@@ -13,10 +13,15 @@ from benchmarks.skip import Skipped
 from benchmarks.timing import gpu_memory_in_use, host_us_per_step, peak_gpu_memory, time_steps
 
 EPISODE = 25  # MPE's episode length; VMAS envs all end together, so all are reset at once
+DRAWN = {"fixed": "fixed random", "fresh": "drawn by get_random_action before every step"}
 SCENARIOS = ("simple_tag", "simple_spread", "simple_reference", "simple_speaker_listener", "simple_world_comm")
 
 
-def measure(num_envs: int, device: str, *, target_s: float, repeats: int, workload: str = "simple_tag") -> dict:
+def measure(num_envs: int, device: str, *, target_s: float, repeats: int, workload: str = "simple_tag",
+            actions: str = "fixed") -> dict:
+    """``actions``: ``fixed`` (VMAS's random actions drawn once) or ``fresh`` (drawn by VMAS before every step)."""
+    if actions not in ("fixed", "fresh"):
+        raise ValueError(f"actions must be 'fixed' or 'fresh', got {actions!r}")
     try:
         import vmas
     except ImportError as err:
@@ -30,12 +35,12 @@ def measure(num_envs: int, device: str, *, target_s: float, repeats: int, worklo
     env = vmas.make_env(workload, num_envs=num_envs, device=dev, continuous_actions=False, seed=0)
     env.reset()
     torch.manual_seed(0)  # VMAS samples its random actions from torch's global generator
-    actions = [env.get_random_action(agent) for agent in env.agents]
+    drawn = [env.get_random_action(agent) for agent in env.agents]
     t = 0
 
     def step():
         nonlocal t
-        env.step(actions)
+        env.step([env.get_random_action(agent) for agent in env.agents] if actions == "fresh" else drawn)
         t += 1
         if t % EPISODE == 0:
             env.reset()
@@ -46,4 +51,5 @@ def measure(num_envs: int, device: str, *, target_s: float, repeats: int, worklo
     return {"env_steps_per_s": rate["median"], "spread": rate["spread"], "samples": rate["samples"],
             "agent_steps_per_s": rate["median"] * agents, "agents": agents, "steps_per_repeat": timing.steps,
             "host_us_per_step": host_us_per_step(step, dev), **peak_gpu_memory(dev, baseline),
-            "notes": f"discrete actions, fixed random; every env reset together each {EPISODE} steps"}
+            "actions": actions,
+            "notes": f"discrete actions, {DRAWN[actions]}; every env reset together each {EPISODE} steps"}

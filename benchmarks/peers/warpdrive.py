@@ -13,8 +13,10 @@ import torch
 from benchmarks.skip import Skipped
 from benchmarks.timing import gpu_memory_in_use, host_us_per_step, peak_gpu_memory, time_steps
 
-NOTES = ("step_all_envs + reset_only_done_envs per step, fixed random actions; the host reset that WarpDrive's "
+NOTES = ("step_all_envs + reset_only_done_envs per step, {actions}; the host reset that WarpDrive's "
          "setup runs once per env is computed once and replayed (memoised: host_resets_replayed)")
+ACTION_NOTES = {"fixed": "fixed random actions (drawn once)",
+                "fresh": "random actions drawn on the GPU (torch.rand) into its sampled_actions before every step"}
 SEED = 274880  # WarpDrive's tag_continuous.yaml seed, as an int: its np.int32 default breaks random.seed on 3.11+
 
 
@@ -89,7 +91,11 @@ def _env(workload: str, env_kwargs: dict):
     raise ValueError(f"WarpDrive has no {workload!r} env here")
 
 
-def measure(workload: str, num_envs: int, device: str, env_kwargs: dict, *, target_s: float, repeats: int) -> dict:
+def measure(workload: str, num_envs: int, device: str, env_kwargs: dict, *, target_s: float, repeats: int,
+            actions: str = "fixed") -> dict:
+    """WarpDrive's env step as its trainer runs it; ``actions``: ``fixed`` or ``fresh`` (drawn before every step)."""
+    if actions not in ACTION_NOTES:
+        raise ValueError(f"actions must be one of {sorted(ACTION_NOTES)}, got {actions!r}")
     _, _, EnvWrapper, create_and_push_data_placeholders = _import()
     if device != "cuda":
         raise Skipped("WarpDrive's numba backend runs on a CUDA GPU only")
@@ -106,13 +112,19 @@ def measure(workload: str, num_envs: int, device: str, env_kwargs: dict, *, targ
                                       push_data_batch_placeholders=False)
     wrapper.reset_all_envs()
     setup_s = time.perf_counter() - t0
-    actions = wrapper.cuda_data_manager.data_on_device_via_torch("sampled_actions")
+    sampled = wrapper.cuda_data_manager.data_on_device_via_torch("sampled_actions")
     high = torch.as_tensor(np.atleast_1d(env.action_space[0].nvec if hasattr(env.action_space[0], "nvec")
                                          else env.action_space[0].n), device=dev)
     gen = torch.Generator(device=dev).manual_seed(0)
-    actions.copy_((torch.rand(actions.shape, device=dev, generator=gen) * high).to(actions.dtype))
+
+    def draw():
+        sampled.copy_((torch.rand(sampled.shape, device=dev, generator=gen) * high).to(sampled.dtype))
+
+    draw()
 
     def step():
+        if actions == "fresh":
+            draw()
         wrapper.step_all_envs()
         wrapper.reset_only_done_envs()  # what WarpDrive's trainer runs after every step
 
@@ -127,8 +139,8 @@ def measure(workload: str, num_envs: int, device: str, env_kwargs: dict, *, targ
     return {"env_steps_per_s": rate["median"], "spread": rate["spread"], "samples": rate["samples"],
             "agent_steps_per_s": rate["median"] * agents, "agents": agents, "steps_per_repeat": timing.steps,
             "host_us_per_step": host_us_per_step(step, dev), "setup_s": setup_s, **stats,
-            **peak_gpu_memory(dev, baseline), "seed": SEED,
-            "notes": NOTES}
+            **peak_gpu_memory(dev, baseline), "seed": SEED, "actions": actions,
+            "notes": NOTES.format(actions=ACTION_NOTES[actions])}
 
 
 A2C_NOTES = ("TrainerA2C on the shipped run configuration: per iteration _generate_rollout_batch() (policy forward, "

@@ -98,7 +98,7 @@ def ours(num_envs: int, agents: int, world: str, actions: str, steps: int) -> di
     stats = env.episode_stats()
     rec["world"] = _layout_stats(s.pos_x.cpu().numpy(), s.pos_y.cpu().numpy(), s.alive.cpu().numpy(),
                                  float(env.params.grid_length))
-    rec["world"]["mean_episode_length"] = float(stats["length"].float().mean())
+    rec["world"]["finished_episodes_per_env"] = float(stats["episodes"].float().mean())
     rec["world"]["runners_left_fraction"] = float(s.runners_left.float().mean() / env.params.num_runners)
     return {"system": "gpu_zoo", "env_kwargs": kw, **rec}
 
@@ -132,9 +132,12 @@ def warpdrive(num_envs: int, agents: int, world: str, actions: str, steps: int) 
 
     draw()
     dones = []
-    for _ in range(200):  # how often envs finish, before the timed steps
-        step()
+    for _ in range(100):  # how often envs finish (read before the resets clear the flags), ahead of the timing
+        if actions == "fresh":
+            draw()
+        wrapper.step_all_envs()
         dones.append(float(np.mean(dm.pull_data_from_device("_done_"))))
+        wrapper.reset_only_done_envs()
     rec = _profile(step, steps)
     x = dm.pull_data_from_device("loc_x")
     y = dm.pull_data_from_device("loc_y")
@@ -149,7 +152,7 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--num-envs", type=int, default=2000)
     p.add_argument("--agents", type=int, default=640)
-    p.add_argument("--steps", type=int, default=50)
+    p.add_argument("--steps", type=int, default=30)
     p.add_argument("--systems", default="warpdrive,gpu_zoo")
     p.add_argument("--worlds", default=",".join(WORLDS))
     p.add_argument("--actions", default="fixed,fresh")

@@ -162,6 +162,21 @@ def test_bad_construction_arguments():
         gpu_zoo.make("tag_continuous_v0", device="cpu", use_full_observation=False, num_other_agents_observed=99)
 
 
+def test_the_k_nearest_is_refused_under_full_observation_and_two_when_partial_and_unset():
+    spec = gpu_zoo.get_spec("tag_continuous_v0")
+    # full observation sees every other agent: a k there would be silently ignored
+    with pytest.raises(ValueError, match="num_other_agents_observed=3 applies only with use_full_observation=False"):
+        spec.make_params(num_other_agents_observed=3)
+    with pytest.raises(ValueError, match="applies only with use_full_observation=False"):
+        gpu_zoo.make("tag_continuous_v0", device="cpu", use_full_observation=True, num_other_agents_observed=2)
+    full = spec.make_params()
+    assert full.num_other_agents_observed is None and full.num_observed == full.num_agents - 1
+    assert spec.make_params(use_full_observation=False).num_other_agents_observed == 2  # WarpDrive's default
+    for bad in (0, -1, True, 2.0):
+        with pytest.raises(ValueError, match="num_other_agents_observed"):
+            spec.make_params(use_full_observation=False, num_other_agents_observed=bad)
+
+
 def test_step_before_reset_and_unknown_group():
     e = tag_env(num_envs=1)
     with pytest.raises(RuntimeError, match="reset"):

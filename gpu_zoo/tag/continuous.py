@@ -29,7 +29,9 @@ headings (one of the four axis directions) are drawn per env and per episode fro
 
 ## Observations
 Every agent sees the other agents, in agent order (``use_full_observation=True``) or the
-``num_other_agents_observed`` nearest agents still in the game, nearest first, zero-padded.
+``num_other_agents_observed`` nearest agents still in the game, nearest first, zero-padded
+(``use_full_observation=False``; 2 when unset, as in WarpDrive; refused under full observation,
+which WarpDrive's constructor would silently ignore).
 The vector is feature-major: block ``rel_x`` holds every observed agent's x offset, then
 ``rel_y``, and so on:
 
@@ -108,7 +110,9 @@ class TagParams:
     num_turn_levels: int = 10
     edge_hit_penalty: float = 0.0
     use_full_observation: bool = True
-    num_other_agents_observed: int = 2
+    # the k of the k-nearest observation: refused under full observation, where every other agent is
+    # seen (WarpDrive's constructor ignores it there); unset with use_full_observation=False it is 2, as WarpDrive's
+    num_other_agents_observed: int | None = None
     tagging_distance: float = 0.01
     tag_reward_for_tagger: float = 1.0
     step_penalty_for_tagger: float = 0.0
@@ -120,8 +124,14 @@ class TagParams:
     neighbour_grid: int = 0  # cells per side of the nearest-agent search grid; 0 picks sqrt(agents / k)
 
     def __post_init__(self):
-        for name in ("num_taggers", "num_runners", "max_cycles", "num_acceleration_levels", "num_turn_levels",
-                     "num_other_agents_observed"):
+        if self.use_full_observation and self.num_other_agents_observed is not None:
+            raise ValueError(f"num_other_agents_observed={self.num_other_agents_observed!r} applies only with "
+                             "use_full_observation=False (full observation sees every other agent): leave it unset, "
+                             "or set use_full_observation=False")
+        if not self.use_full_observation and self.num_other_agents_observed is None:
+            object.__setattr__(self, "num_other_agents_observed", 2)
+        counts = ("num_taggers", "num_runners", "max_cycles", "num_acceleration_levels", "num_turn_levels")
+        for name in counts + (() if self.use_full_observation else ("num_other_agents_observed",)):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise ValueError(f"{name} must be a positive int, got {v!r}")

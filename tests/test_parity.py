@@ -110,3 +110,48 @@ def test_an_env_finished_without_autoreset_stays_as_it_ended(case, cuda_device):
 
 def test_every_registered_env_has_a_parity_case():
     assert {env_id for env_id, _ in CASES.values()} == set(gpu_zoo.registered_envs())
+
+
+def test_late_starts_and_episode_counts_agree_on_both_targets(cuda_device):
+    """``reset(episode_counts=, start_steps=)`` on the CUDA target: the economy's periods run on each episode's clock."""
+    env_id, kw = CASES["economy_fixed"]
+    spec = gpu_zoo.get_spec(env_id)
+    envs = [BatchedEnv(spec, 3, device="cpu", **kw), BatchedEnv(spec, 3, device=cuda_device, target="cuda", **kw)]
+    counts, starts = torch.tensor([0, 5, 2]), torch.tensor([0, 1, kw["max_cycles"] - 1])
+    for env in envs:
+        env.reset(seed=4, episode_counts=counts, start_steps=starts)
+    assert_same_state(*envs, "after a late start")
+    gen = torch.Generator().manual_seed(8)
+    for t in range(kw["max_cycles"] + 2):
+        acts = envs[0].sample_actions(gen)
+        for env in envs:
+            env.step({g: a.to(env.device) for g, a in acts.items()})
+        assert_same_state(*envs, f"step {t}")
+    # the economy's episodes end on the clock alone: the first after max_cycles - start steps, then every max_cycles
+    m, steps = kw["max_cycles"], kw["max_cycles"] + 2
+    ended = [(steps - (m - int(s))) // m + 1 for s in starts]
+    assert envs[0].state.ep_count.tolist() == [int(c) + e for c, e in zip(counts, ended)]
+
+
+def test_infeasible_economy_actions_agree_on_both_targets(cuda_device):
+    """Actions drawn over the whole space, masks ignored: what the AI Economist treats as no-ops, both targets alike."""
+    env_id, kw = CASES["economy"]
+    spec = gpu_zoo.get_spec(env_id)
+    envs = [BatchedEnv(spec, 2, device="cpu", **kw), BatchedEnv(spec, 2, device=cuda_device, target="cuda", **kw)]
+    for env in envs:
+        env.reset(seed=6)
+    gen = torch.Generator().manual_seed(9)
+    bounds = {g: envs[0].single_action_space(g) for g in envs[0].groups}
+    infeasible = 0
+    for t in range(12):
+        acts = {}
+        for g, sp in bounds.items():
+            high = torch.as_tensor(sp.nvec if hasattr(sp, "nvec") else sp.n)
+            acts[g] = (torch.rand(envs[0].actions[g].shape, generator=gen) * high).to(envs[0].actions[g].dtype)
+            if g in envs[0].action_masks and not hasattr(sp, "nvec"):
+                allowed = envs[0].action_masks[g].gather(-1, acts[g].long().unsqueeze(-1)).squeeze(-1)
+                infeasible += int((~allowed).sum())
+        for env in envs:
+            env.step({g: a.to(env.device) for g, a in acts.items()})
+        assert_same_state(*envs, f"step {t}")
+    assert infeasible > 0, "the draws should include actions the masks forbid"

@@ -17,7 +17,7 @@ from gpu_zoo.core.pettingzoo import GpuZooParallelEnv
 from gpu_zoo.core.sb3 import SB3VecEnv
 from tests.helpers import PZ_CONFIGS
 
-ENVS = sorted(PZ_CONFIGS)
+ENVS = gpu_zoo.registered_envs()  # each with its small configuration (tests/helpers.py)
 # The same examples on every run, so CI's verdict is the code's (hypothesis --hypothesis-seed=N explores others)
 SETTINGS = settings(max_examples=25, deadline=None, derandomize=True, database=None,
                     suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -26,7 +26,7 @@ def test_every_registered_env_is_a_task():
     assert GpuZooTask.env_name() == "gpu_zoo"
 
 
-@pytest.mark.parametrize("env_id", sorted(PZ_CONFIGS))
+@pytest.mark.parametrize("env_id", gpu_zoo.registered_envs())
 def test_a_tasks_specs_are_its_envs(env_id):
     task = getattr(GpuZooTask, env_id.upper()).get_task(config=dict(PZ_CONFIGS[env_id]))
     assert isinstance(task, GpuZooClass) and task.supports_discrete_actions()

@@ -113,7 +113,7 @@ def test_every_registered_env_has_a_parity_case():
 
 
 def test_late_starts_and_episode_counts_agree_on_both_targets(cuda_device):
-    """``reset(episode_counts=, start_steps=)`` on the CUDA target: the economy's periods run on each episode's clock."""
+    """reset(episode_counts=, start_steps=) on the CUDA target: the economy's periods run on each episode's clock."""
     env_id, kw = CASES["economy_fixed"]
     spec = gpu_zoo.get_spec(env_id)
     envs = [BatchedEnv(spec, 3, device="cpu", **kw), BatchedEnv(spec, 3, device=cuda_device, target="cuda", **kw)]
@@ -130,7 +130,7 @@ def test_late_starts_and_episode_counts_agree_on_both_targets(cuda_device):
     # the economy's episodes end on the clock alone: the first after max_cycles - start steps, then every max_cycles
     m, steps = kw["max_cycles"], kw["max_cycles"] + 2
     ended = [(steps - (m - int(s))) // m + 1 for s in starts]
-    assert envs[0].state.ep_count.tolist() == [int(c) + e for c, e in zip(counts, ended)]
+    assert envs[0].state.ep_count.tolist() == [int(c) + e for c, e in zip(counts, ended, strict=True)]
 
 
 def test_infeasible_economy_actions_agree_on_both_targets(cuda_device):

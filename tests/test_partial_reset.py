@@ -20,7 +20,7 @@ def rows(env, envs) -> dict[str, torch.Tensor]:
     return {name: view[envs].clone() for name, view in env.buffers.raw.items()}
 
 
-@pytest.mark.parametrize("env_id", sorted(PZ_CONFIGS))
+@pytest.mark.parametrize("env_id", gpu_zoo.registered_envs())
 def test_resetting_finished_envs_gives_what_auto_reset_gives(env_id):
     auto, manual = make(env_id), make(env_id, autoreset=False)
     auto.reset(seed=5)

@@ -131,11 +131,11 @@ def main(argv=None):
             row = measure(backend, a.device, n, a.max_steps, a.iterations, a.seed, a.eval_every)
             print(json.dumps({k: v for k, v in row.items() if k != "return_curves"}), flush=True)
             rows.append(row)
-    if a.out:
-        out = pathlib.Path(a.out)
-        out.mkdir(parents=True, exist_ok=True)
-        with open(out / "benchmarl_speed.jsonl", "a") as f:
-            f.writelines(json.dumps(r) + "\n" for r in rows)
+            if a.out:  # each row as it comes: a run cut short keeps what it measured
+                out = pathlib.Path(a.out)
+                out.mkdir(parents=True, exist_ok=True)
+                with open(out / "benchmarl_speed.jsonl", "a") as f:
+                    f.write(json.dumps(row) + "\n")
     return rows
 
 

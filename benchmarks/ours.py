@@ -49,11 +49,12 @@ ACTION_NOTES = {
 
 
 def measure(env_id: str, num_envs: int, device: str, env_kwargs: dict, *, target_s: float, repeats: int,
-            actions: str = "fixed") -> dict:
+            actions: str = "fixed", window: int | None = None) -> dict:
     """Steps ``num_envs`` copies of ``env_id`` with random actions (auto-resets included).
 
     ``actions``: ``fixed`` (drawn once: the clock sees the env step alone) or ``fresh`` (drawn
-    on the device before every step, inside the clock).
+    on the device before every step, inside the clock). ``window``: steps per timed repeat
+    (an episode length), else calibrated to ``target_s``.
     """
     if actions not in ACTION_NOTES:
         raise ValueError(f"actions must be one of {sorted(ACTION_NOTES)}, got {actions!r}")
@@ -81,7 +82,7 @@ def measure(env_id: str, num_envs: int, device: str, env_kwargs: dict, *, target
 
     draw()
     step = env.step if actions == "fixed" else draw_and_step
-    timing = time_steps(step, dev, target_s=target_s, repeats=repeats, warmup=2)
+    timing = time_steps(step, dev, target_s=target_s, repeats=repeats, warmup=2, steps=window)
     rate = timing.summary(num_envs)
     agents = env.layout.num_agents
     traffic = step_traffic(env.layout)
@@ -90,7 +91,8 @@ def measure(env_id: str, num_envs: int, device: str, env_kwargs: dict, *, target
         "agent_steps_per_s": rate["median"] * agents, "agents": agents, "steps_per_repeat": timing.steps,
         # On the CPU target the step runs in the calling thread: its host cost is the whole step.
         "host_us_per_step": host_us_per_step(step, dev) if dev.type == "cuda" else None,
-        "env_kwargs": env_kwargs, "actions": actions, "notes": ACTION_NOTES[actions],
+        "env_kwargs": env_kwargs, "actions": actions, "window": window,
+        "notes": ACTION_NOTES[actions] + ("; timed over whole episode lengths" if window else ""),
         "make_s": make_s, "target": env.target,
         "launch": str(env._launcher.shape), "state_bytes": env.buffers.nbytes(),
         "bytes_per_env_step": traffic,

@@ -6,7 +6,7 @@ import json
 import sys
 import traceback
 
-from benchmarks.cases import GTB, MPE_FAMILY, SB3, TRAINER_SETTINGS, Case, action_mode, env_kwargs
+from benchmarks.cases import GTB, MPE_FAMILY, SB3, TRAINER_SETTINGS, Case, action_mode, env_kwargs, episode_window
 from benchmarks.skip import Skipped
 
 RECORD_PREFIX = "BENCH_RECORD "
@@ -32,6 +32,9 @@ def run_case(case: Case, tiny: bool) -> dict:
     t = {"target_s": 0.02, "repeats": 2} if tiny else {"target_s": 0.15, "repeats": 5}
     kw = env_kwargs(case)
     actions = action_mode(case)
+    window = episode_window(case)
+    if window is not None:  # whole episode lengths, twice: the timing spans every phase of an episode
+        t = {**t, "repeats": 2, "window": window}
     if case.workload.startswith("train_"):
         env_id, train_kw, settings = train_config(case)
         timing = {k: settings.pop(k) for k in ("iterations", "repeats")}

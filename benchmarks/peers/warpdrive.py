@@ -92,8 +92,11 @@ def _env(workload: str, env_kwargs: dict):
 
 
 def measure(workload: str, num_envs: int, device: str, env_kwargs: dict, *, target_s: float, repeats: int,
-            actions: str = "fixed") -> dict:
-    """WarpDrive's env step as its trainer runs it; ``actions``: ``fixed`` or ``fresh`` (drawn before every step)."""
+            actions: str = "fixed", window: int | None = None) -> dict:
+    """WarpDrive's env step as its trainer runs it; ``actions``: ``fixed`` or ``fresh`` (drawn before every step).
+
+    ``window``: steps per timed repeat (an episode length), else calibrated to ``target_s``.
+    """
     if actions not in ACTION_NOTES:
         raise ValueError(f"actions must be one of {sorted(ACTION_NOTES)}, got {actions!r}")
     _, _, EnvWrapper, create_and_push_data_placeholders = _import()
@@ -134,13 +137,14 @@ def measure(workload: str, num_envs: int, device: str, env_kwargs: dict, *, targ
     except Exception as err:  # noqa: BLE001 - the launch failure itself is the result
         why = f"the numba backend could not step {agents} agents per env: {type(err).__name__}: {err}"
         return {"status": "unsupported", "agents": agents, "reason": why, "result": why, "setup_s": setup_s, **stats}
-    timing = time_steps(step, dev, target_s=target_s, repeats=repeats, warmup=5)
+    timing = time_steps(step, dev, target_s=target_s, repeats=repeats, warmup=5, steps=window)
     rate = timing.summary(num_envs)
-    return {"env_steps_per_s": rate["median"], "spread": rate["spread"], "samples": rate["samples"],
+    return {"window": window, "env_steps_per_s": rate["median"], "spread": rate["spread"], "samples": rate["samples"],
             "agent_steps_per_s": rate["median"] * agents, "agents": agents, "steps_per_repeat": timing.steps,
             "host_us_per_step": host_us_per_step(step, dev), "setup_s": setup_s, **stats,
             **peak_gpu_memory(dev, baseline), "seed": SEED, "actions": actions,
-            "notes": NOTES.format(actions=ACTION_NOTES[actions])}
+            "notes": NOTES.format(actions=ACTION_NOTES[actions]) + ("; timed over whole episode lengths"
+                                                                     if window else "")}
 
 
 A2C_NOTES = ("TrainerA2C on the shipped run configuration: per iteration _generate_rollout_batch() (policy forward, "

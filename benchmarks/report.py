@@ -31,7 +31,10 @@ WORKLOAD_NOTES = {
     "simple_tag": "gpu_zoo's simple_tag_v3 keeps positions and velocities in float64, as MPE2 does, so its "
                   "observations match MPE2's bit for bit; JaxMARL and VMAS step in float32.",
     "tag_continuous": "WarpDrive runs one thread per agent in one block per env; it cannot launch more agents "
-                      "per env than its kernel's registers allow (recorded as *unsupported*).",
+                      "per env than its kernel's registers allow (recorded as *unsupported*). A Tag step's cost "
+                      "follows the agents still in the game (see *Where a Tag step's time goes* below), so rows "
+                      "with a `window` in their record are timed over whole episode lengths; the others, older, "
+                      "over a short window after the first reset, an episode's dearest part.",
     "sb3_simple_tag": "SB3 PPO (`n_steps` 64, 4 epochs, 4 minibatches, MLP policy, on the CPU) trained through "
                       "each vector env with the same number of slots (*num_envs* here). *env-steps/s* are SB3 "
                       "timesteps per second of `PPO.learn`, rollouts and updates together. SuperSuit: MPE2's "
@@ -94,7 +97,9 @@ def _row(r: dict) -> str:
     roof = r.get("roofline") or {}
     spread = r.get("spread") or [None, None]
     mem = r.get("peak_gpu_mem_bytes")
-    cells = [SYSTEM_NAMES.get(r["system"], r["system"]), _where(r), _fmt(r["num_envs"]), _fmt(agents_of(r)),
+    variant = "" if r["workload"].startswith("train_") else _variant(r)
+    name = SYSTEM_NAMES.get(r["system"], r["system"]) + (f" ({variant})" if variant else "")
+    cells = [name, _where(r), _fmt(r["num_envs"]), _fmt(agents_of(r)),
              _fmt(r.get("env_steps_per_s")) if ok else "", f"{_fmt(spread[0])} - {_fmt(spread[1])}" if ok else "",
              _fmt(r.get("agent_steps_per_s")) if ok else "", _fmt(r.get("host_us_per_step")),
              _fmt(mem / 2**20) if mem else "", _fmt(roof.get("achieved_gbps")), _fmt(roof.get("fraction_of_copy"), 2),
@@ -107,7 +112,8 @@ _HEADER = ("| system | device | num_envs | agents | env-steps/s (median) | sprea
 
 
 def _sort_key(r):
-    return (r["system"] != "gpu_zoo", r["system"], r["device"], agents_of(r) or 0, r["num_envs"])
+    return (r["system"] != "gpu_zoo", r["system"], r["device"], agents_of(r) or 0, r["num_envs"],
+            shipped_world_of(r) or "", actions_of(r))
 
 
 def _rate(r: dict) -> str:
@@ -319,6 +325,36 @@ def training_section(train: list[dict], img_dir: Path) -> list[str]:
     return [*lines, "Produced by (versions under Runs):", "", *_machines(train, short=True), ""]
 
 
+def profile_section(results: str | Path) -> list[str]:
+    """The `benchmarks.profile_tag` records: each system's GPU time per step against the agents still in the game."""
+    rows = []
+    for path in sorted(Path(results).glob("profile_tag*.jsonl")):
+        rows += [(path.name, json.loads(line)) for line in path.read_text().splitlines() if line.strip()]
+    ok = [(f, r) for f, r in rows if "error" not in r]
+    if not ok:
+        return []
+    lines = ["## Where a Tag step's time goes", "",
+             "`python -m benchmarks.profile_tag` steps each system under torch's profiler (every kernel of the "
+             "process, Numba's included) after 20 warm-up steps (WarpDrive: 100 more, counting finished envs). "
+             "WarpDrive looks for each agent's nearest among the agents still in the game with a selection sort "
+             "in global memory, O(k n) per agent, so its step costs far more while many agents are left: the "
+             "same world and size can differ tenfold depending on how fast runners are tagged, which the world "
+             "(arena size, tagging distance, episode length) and the actions (fixed, or fresh each step) decide. "
+             "That, not the world's constants as such, is why WarpDrive's rate at 640 agents moves so much between "
+             "worlds and action modes. Our step bins the agents in a grid and searches the nearest cells, so it "
+             "moves much less.", "",
+             "| system | world | actions | envs x agents | GPU us per step | step kernel us | wall us per step "
+             "| agents still in the game | at a wall | file |", "|" + " --- |" * 10]
+    for f, r in ok:
+        step_us = max(r["kernels"].values()) if r.get("kernels") else None
+        w = r.get("world", {})
+        lines.append(f"| {SYSTEM_NAMES.get(r['system'], r['system'])} | {r['world_name']} | {r['actions']} | "
+                     f"{r['num_envs']} x {r['agents']} | {_fmt(r['gpu_us_per_step'])} | {_fmt(step_us)} | "
+                     f"{_fmt(r['wall_us_per_step'])} | {_fmt(w.get('alive_fraction'), 2)} | "
+                     f"{_fmt(w.get('fraction_at_a_wall'), 2)} | `{f}` |")
+    return [*lines, ""]
+
+
 def write_report(results: str | Path, out: str | Path) -> Path:
     """Writes the page and its plots; returns the page's path."""
     records = load_records(results)
@@ -357,6 +393,7 @@ def write_report(results: str | Path, out: str | Path) -> Path:
                   "each record's `bytes_per_env_step`). Rows far below 1 are bound by launch latency (few envs) "
                   "or by arithmetic and synchronisation inside the step (k-nearest search, many agents).", "",
                   f"![roofline]({img_dir.name}/roofline.png)", ""]
+    lines += profile_section(results)
     lines += ["## Runs", "", *_machines(records), ""]
     plots = {
         "simple_tag": ("num_envs", lambda r: r["num_envs"]),

@@ -5,6 +5,7 @@ gpu-zoo train simple_tag_v3 --num-envs 16384 --total-env-steps 50000000 --device
 gpu-zoo train --resume runs/tag_gridworld_v0/checkpoint.pt --total-env-steps 8000000
 gpu-zoo eval runs/tag_gridworld_v0/checkpoint.pt --episodes 100 --gif out.gif
 gpu-zoo presets
+gpu-zoo show-kernel simple_tag_v3 --target cuda --param num_adversaries=5   # the generated kernel source
 torchrun --standalone --nproc-per-node=4 -m trainers.cli train simple_tag_v3 --device cuda   # 4 GPUs
 """
 
@@ -55,7 +56,42 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--device", default=None, help="cuda or cpu (default: cuda if usable)")
     ev.add_argument("--greedy", action="store_true", help="take the most likely action instead of sampling")
     sub.add_parser("presets", help="list the presets")
+    sk = sub.add_parser("show-kernel", help="print the kernel source gpu_zoo generates for an env (nothing compiled)",
+                        description="Print the Python source of ENV_ID's step and reset kernels as gpu_zoo generates "
+                                    "and compiles it, for reading what runs.")
+    sk.add_argument("env", metavar="ENV_ID", help="registered env id")
+    sk.add_argument("--target", choices=("cpu", "cuda", "cudasim"), default="cuda",
+                    help="cpu: Numba's parallel CPU loops; cuda: the GPU kernels (default); cudasim: the simulator's")
+    sk.add_argument("--num-envs", type=int, default=1024, help="batch size, which picks the CUDA launch shape")
+    sk.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
+                    help="a constructor argument (a Python literal, else a string); repeat for more; launch "
+                         "options (threads_per_env, max_registers, split_observe, block) too")
     return ap
+
+
+def _literal(text: str):
+    import ast
+
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return text
+
+
+def cmd_show_kernel(ns, parser) -> int:
+    from gpu_zoo.core.kernel_source import kernel_source
+
+    params = {}
+    for item in ns.param:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            parser.error(f"--param takes KEY=VALUE, got {item!r}")
+        params[key] = _literal(value)
+    try:
+        print(kernel_source(ns.env, ns.target, ns.num_envs, **params), end="")
+    except (TypeError, ValueError) as err:
+        parser.error(str(err))
+    return 0
 
 
 def args_for_train(ns: argparse.Namespace, parser: argparse.ArgumentParser) -> Args:
@@ -116,6 +152,8 @@ def main(argv=None) -> int:
         code = cmd_train(ns, parser)
     elif ns.command == "eval":
         code = cmd_eval(ns)
+    elif ns.command == "show-kernel":
+        code = cmd_show_kernel(ns, parser)
     else:
         code = cmd_presets()
     if argv is None:

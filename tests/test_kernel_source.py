@@ -1,0 +1,44 @@
+"""`gpu-zoo show-kernel` prints the very source gpu_zoo compiles, without compiling anything."""
+
+from pathlib import Path
+
+import pytest
+
+import gpu_zoo
+from gpu_zoo.core.batched import BatchedEnv
+from gpu_zoo.core.kernel_source import kernel_source
+from tests.helpers import PZ_CONFIGS
+from trainers.cli import main
+
+
+@pytest.mark.parametrize("target", ["cpu", "cuda"], ids=["cpu-target", "gpu-target"])  # "cuda" marks GPU-only tests
+def test_the_printed_source_is_the_module_the_env_runs(target, cuda_device):
+    kw = PZ_CONFIGS["simple_tag_v3"]
+    device = "cpu" if target == "cpu" else cuda_device
+    env = BatchedEnv(gpu_zoo.get_spec("simple_tag_v3"), 3, device=device, target=target, **kw)
+    ran = Path(env._launcher.module.__file__).read_text()
+    kind = target if target == "cpu" or cuda_device.type == "cuda" else "cudasim"
+    assert kernel_source("simple_tag_v3", kind, 3, **kw) == ran
+
+
+def test_the_command_prints_the_kernels_of_the_asked_configuration(capsys):
+    assert main(["show-kernel", "simple_tag_v3", "--target", "cuda", "--num-envs", "4096",
+                 "--param", "num_adversaries=5", "--param", "continuous_actions=True"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("# gpu_zoo kernels for simple_tag_v3, target cuda, launch LaunchShape(")
+    assert "@cuda.jit" in out and "def step(" in out and "def reset(" in out
+    assert out == kernel_source("simple_tag_v3", "cuda", 4096, num_adversaries=5, continuous_actions=True)
+    main(["show-kernel", "simple_spread_v3", "--target", "cpu"])
+    assert "prange" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--param", "num_adversarie=5"], "unknown argument"),
+    (["--param", "num_adversaries"], "KEY=VALUE"),
+    (["--param", "threads_per_env=3"], "power of two"),
+    (["--num-envs", "0"], "num_envs must be a positive int"),
+])
+def test_bad_requests_are_refused_naming_what_was_expected(args, message, capsys):
+    with pytest.raises(SystemExit):
+        main(["show-kernel", "simple_tag_v3", *args])
+    assert message in capsys.readouterr().err

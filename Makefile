@@ -44,7 +44,7 @@ docs: $(VENV)/.ready
 	NO_MKDOCS_2_WARNING=1 $(BIN)/python -m mkdocs build --strict
 
 lint: $(VENV)/.ready
-	$(BIN)/python -m ruff check gpu_zoo trainers benchmarks tests
+	$(BIN)/python -m ruff check gpu_zoo trainers benchmarks studies tests
 
 clean:
 	rm -rf $(VENV) .pytest_cache

@@ -1,9 +1,18 @@
 """gpu_zoo: multi-agent RL environments stepped as Numba kernels, thousands at once, on GPU or CPU.
 
-Three faces of every environment:
+Environments (``registered_envs()`` lists their ids): ``gpu_zoo.tag`` (Tag continuous and gridworld,
+after WarpDrive; MPE's simple_tag), ``gpu_zoo.mpe`` (every MPE2 scenario), ``gpu_zoo.economy`` (the
+AI Economist's gather-trade-build).
+
+Faces of every environment:
   - ``gpu_zoo.make(env_id, num_envs, device)``: the batched tensor API (`BatchedEnv`);
-  - ``gpu_zoo.tag.tag_continuous_v0.parallel_env()``: a PettingZoo ``ParallelEnv``;
+  - ``gpu_zoo.mpe.simple_spread_v3.parallel_env()`` and the like: a PettingZoo ``ParallelEnv`` (``.env()``: AEC);
+  - ``gpu_zoo.core.sb3.SB3VecEnv``: one agent group as a stable-baselines3 VecEnv;
+  - ``gpu_zoo.torchrl.GpuZooEnv`` and ``gpu_zoo.benchmarl``: TorchRL's EnvBase and BenchMARL's tasks;
   - ``gpu-zoo train ENV_ID``: the bundled PPO trainer, end to end on the device (``trainers/``).
+
+Writing one: ``gpu_zoo.core`` (`EnvSpec` and its parts; docs/guides/new_env.md), ``register`` to add
+it to the registry, ``gpu_zoo.testing.check_env`` to check it.
 """
 
 from __future__ import annotations

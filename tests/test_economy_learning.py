@@ -15,7 +15,8 @@ import pytest
 import torch
 
 import gpu_zoo
-from benchmarks.economy_learning import (
+from gpu_zoo.economy.gather_trade_build import EconomyParams, constants, rate_limit
+from studies.economy.learning import (
     REGIMES,
     anneal_schedule,
     eval_kwargs,
@@ -23,7 +24,6 @@ from benchmarks.economy_learning import (
     planner_note,
     regime_kwargs,
 )
-from gpu_zoo.economy.gather_trade_build import EconomyParams, constants, rate_limit
 from tests.economy.helpers import ECON_SMALL
 from tests.helpers import ECON_SAEZ
 
@@ -76,7 +76,7 @@ def test_an_evaluation_episode_reports_the_rates_in_force(regime):
 
 
 def test_the_planner_credit_check_refuses_a_missing_workers_file(tmp_path, capsys):
-    from benchmarks.planner_credit import main
+    from studies.economy.planner_credit import main
 
     with pytest.raises(SystemExit):
         main(["--init-from", str(tmp_path / "missing.pt")])
@@ -96,7 +96,7 @@ def test_a_record_says_how_its_planner_was_credited():
 
 
 def test_a_resume_continues_only_a_run_of_the_same_settings(tmp_path):
-    from benchmarks.economy_learning import RESUME, ppo_args, resume_point
+    from studies.economy.learning import RESUME, ppo_args, resume_point
     from trainers.config import with_overrides
 
     args = ppo_args("ai_planner", 10_000, tmp_path, 4, "cpu", anneal_episodes=100)
@@ -119,7 +119,7 @@ def test_a_flat_rate_is_in_force_on_every_bracket_from_the_first_step():
 
 
 def test_the_response_check_plays_a_checkpoints_workers_under_each_flat_rate(tmp_path):
-    from benchmarks.economy_response import _rate, response, table
+    from studies.economy.response import _rate, response, table
     from trainers.config import Args
     from trainers.ppo import make_env, make_policies
 
@@ -138,7 +138,7 @@ def test_the_response_check_plays_a_checkpoints_workers_under_each_flat_rate(tmp
 
 
 def test_a_run_says_how_its_start_envs_and_calls_differ_from_the_main_table():
-    from benchmarks.economy_learning import setup_note
+    from studies.economy.learning import setup_note
 
     start = {"env_steps": 214_630_400, "env_kwargs": {"disable_taxes": True, "observe_period_income": True}}
     main = {"regime": "ai_planner", "ppo": {"num_envs": 1024}, "init_from": start,
@@ -157,7 +157,7 @@ def test_a_run_says_how_its_start_envs_and_calls_differ_from_the_main_table():
 
 
 def test_phase_1_trains_without_taxes_or_under_random_rates():
-    from benchmarks.economy_learning import PRETRAIN, ppo_args
+    from studies.economy.learning import PRETRAIN, ppo_args
 
     assert regime_kwargs(PRETRAIN) == {"disable_taxes": True}
     args = ppo_args(PRETRAIN, 1000, Path("/tmp/x"), 4, "cpu", env_kw={"observe_period_income": True},
@@ -168,7 +168,7 @@ def test_phase_1_trains_without_taxes_or_under_random_rates():
 
 
 def test_phase_1_is_told_by_its_taxes_and_the_env_arguments_phase_2_does_not_share():
-    from benchmarks.economy_learning import phase1_setup
+    from studies.economy.learning import phase1_setup
 
     shared = {"observe_period_income": True, "fixed_four_skill_and_loc": True}
     phase1 = {**shared, "energy_warmup_constant": 10000, "energy_warmup_method": "auto", "disable_taxes": True}
@@ -180,7 +180,7 @@ def test_phase_1_is_told_by_its_taxes_and_the_env_arguments_phase_2_does_not_sha
 
 
 def test_regimes_spread_over_the_gpus_given_and_name_only_their_neighbours():
-    from benchmarks.economy_learning import gpu_plan, sharing
+    from studies.economy.learning import gpu_plan, sharing
 
     regimes = ["ai_planner", "free_market", "us_federal"]
     plan = gpu_plan(regimes, [0, 1, 1])
@@ -192,8 +192,8 @@ def test_regimes_spread_over_the_gpus_given_and_name_only_their_neighbours():
 
 
 def test_the_swap_check_plays_each_checkpoints_workers_under_each_setter(tmp_path):
-    from benchmarks.economy_response import schedule_rates as _schedule
-    from benchmarks.economy_swap import swap, table
+    from studies.economy.evaluation import schedule_rates as _schedule
+    from studies.economy.swap import swap, table
     from trainers.config import Args
     from trainers.ppo import make_env, make_policies
 
@@ -223,7 +223,7 @@ def test_the_swap_check_plays_each_checkpoints_workers_under_each_setter(tmp_pat
 
 
 def test_the_page_shows_the_swap_check_when_it_was_run(tmp_path):
-    from benchmarks.economy_learning import swap_section
+    from studies.economy.learning import swap_section
 
     assert swap_section(tmp_path) == ""
     figs = {k: {"mean": m, "std": 0.0, "n": 2} for k, m in
@@ -245,7 +245,7 @@ def test_the_page_shows_the_swap_check_when_it_was_run(tmp_path):
 
 
 def test_the_page_shows_every_runs_response_once_the_tables_first(tmp_path):
-    from benchmarks.economy_learning import response_section
+    from studies.economy.learning import response_section
 
     assert response_section(tmp_path) == ""
 
@@ -275,7 +275,7 @@ def test_the_page_shows_every_runs_response_once_the_tables_first(tmp_path):
 
 
 def test_worker_settings_replace_the_presets_where_the_planner_has_none_of_its_own(capsys):
-    from benchmarks.economy_learning import AI_ECONOMIST_WORKER, main, ppo_args, worker_note
+    from studies.economy.learning import AI_ECONOMIST_WORKER, main, ppo_args, worker_note
 
     args = ppo_args("ai_planner", 1000, Path("/tmp/unused"), 4, "cpu", planner_settings={"learning_rate": 1e-4},
                     worker_settings=AI_ECONOMIST_WORKER)
@@ -296,7 +296,7 @@ def test_worker_settings_replace_the_presets_where_the_planner_has_none_of_its_o
 
 
 def test_the_saez_regime_is_evaluated_with_what_its_envs_learnt_in_training():
-    from benchmarks.economy_learning import saez_state
+    from studies.economy.learning import saez_state
 
     kw = ECON_SAEZ  # the parity test's: the same compiled kernels
     trained = gpu_zoo.make("gather_trade_build_v0", num_envs=2, device="cpu", **kw)
@@ -343,7 +343,7 @@ def test_the_saez_regime_is_evaluated_with_what_its_envs_learnt_in_training():
 
 
 def test_a_schedule_is_a_regime_of_fixed_rates_named_on_the_command_line(capsys):
-    from benchmarks.economy_learning import add_schedules, main, regime_kwargs, schedule_regime
+    from studies.economy.learning import add_schedules, main, regime_kwargs, schedule_regime
 
     name, rates = schedule_regime("front=1,0.5,0,0,0,0,0.25")
     assert (name, rates) == ("front", (1.0, 0.5, 0.0, 0.0, 0.0, 0.0, 0.25))
@@ -366,7 +366,7 @@ def test_a_schedule_is_a_regime_of_fixed_rates_named_on_the_command_line(capsys)
 
 
 def test_a_report_names_the_schedules_its_records_ran(tmp_path):
-    from benchmarks.economy_learning import add_schedules, recorded_schedules, regime_label
+    from studies.economy.learning import add_schedules, recorded_schedules, regime_label
 
     for folder, regime, kwargs in (("free_market", "free_market", {"disable_taxes": True}),
                                    ("runs/lump", "lump", {"tax_model": "fixed-bracket-rates",

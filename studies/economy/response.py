@@ -1,7 +1,7 @@
 r"""Do trained workers respond to the tax rates they observe? Their economy under flat rates.
 
-    python -m benchmarks.economy_response free_market=runs/econ/free_market/resume.pt \
-        ai_planner=runs/econ/ai_planner/resume.pt --out benchmarks/results/economy_learning/response.json
+    python -m studies.economy.response free_market=runs/econ/free_market/resume.pt \
+        ai_planner=runs/econ/ai_planner/resume.pt --out studies/economy/results/response.json
 
 A learned planner can only find that taxes cost work if the workers it faces work less under
 taxes within an episode, seeing the rates. Each checkpoint's workers play the same episodes once
@@ -22,33 +22,23 @@ from pathlib import Path
 
 import torch
 
+from studies.economy.evaluation import figures, final_economy
+
 RATES = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
 TAX_SETUP = ("disable_taxes", "tax_model", "tax_annealing_schedule", "fixed_bracket_rates", "saez_fixed_elas",
              "pareto_weight_type", "saez_buffer_size")  # replaced: the flat rates are set by the planner's action
 
-
-def schedule_rates(text: str) -> tuple[str, tuple[float, ...]]:
-    """``NAME=RATE`` (every bracket alike) or ``NAME=R1,...,R7`` (the lowest bracket first): (name, 7 rates)."""
-    name, _, rates = text.rpartition("=")
-    try:
-        values = tuple(float(x) for x in rates.split(","))
-    except ValueError:
-        values = ()
-    if not name or len(values) not in (1, 7) or not all(0.0 <= x <= 1.0 for x in values):
-        raise argparse.ArgumentTypeError(f"a schedule is NAME=RATE or NAME=R1,...,R7, rates in [0, 1]; got {text}")
-    return name, values * 7 if len(values) == 1 else values
 
 
 def flat_rate_figures(worker, env_kwargs: dict, rates=RATES, episodes: int = 64, seed: int = 12345,
                       device=None) -> dict:
     """``{rate: figures}``: the ``worker`` policy's economy under each flat rate, the same episodes for each."""
     import gpu_zoo
-    from benchmarks.economy_learning import _figures, final_economy
 
     kwargs = {k: v for k, v in env_kwargs.items() if k not in TAX_SETUP}
     env = gpu_zoo.make("gather_trade_build_v0", num_envs=episodes, device=device, autoreset=False, validate=False,
                        tax_model="model_wrapper", **kwargs)
-    return {f"{rate:g}": _figures(final_economy(env, {"worker": worker}, seed, flat_rate=rate)) for rate in rates}
+    return {f"{rate:g}": figures(final_economy(env, {"worker": worker}, seed, flat_rate=rate)) for rate in rates}
 
 
 def response(checkpoint: str | Path, rates=RATES, episodes: int = 64, seed: int = 12345, device=None) -> dict:
@@ -101,7 +91,7 @@ def _rate(text: str) -> float:
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(prog="python -m benchmarks.economy_response", description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="python -m studies.economy.response", description=__doc__.splitlines()[0])
     ap.add_argument("checkpoints", nargs="+", metavar="[NAME=]CHECKPOINT",
                     help="trainer checkpoints; NAME defaults to the checkpoint's folder (its regime)")
     ap.add_argument("--rates", nargs="+", type=_rate, default=list(RATES))

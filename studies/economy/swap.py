@@ -1,13 +1,13 @@
 r"""Is a planner's loss its rates' or its workers'? Trained workers under other tax setters.
 
-    python -m benchmarks.economy_swap --workers free_market=runs/econ/free_market/resume.pt \
+    python -m studies.economy.swap --workers free_market=runs/econ/free_market/resume.pt \
         ai_planner=runs/econ/ai_planner/resume.pt --planners ai_planner=runs/econ/ai_planner/resume.pt \
-        --schedules flat_40=0.4 --out benchmarks/results/economy_learning/swap.json
+        --schedules flat_40=0.4 --out studies/economy/results/swap.json
 
 Each set of workers plays the same episodes under each tax setter: a checkpoint's planner policy,
 that planner's average schedule held fixed (its bracket rates averaged over the episodes it played
 with its own workers), and fixed schedules given by hand (``tax_model="fixed-bracket-rates"``).
-Reported per pair: productivity, equality and social welfare as in ``benchmarks.economy_learning``,
+Reported per pair: productivity, equality and social welfare as in ``studies.economy.learning``,
 and the workers' own objective, their utility at the end of the episode (coin's isoelastic utility
 less weighted labor), with their labor.
 
@@ -25,14 +25,14 @@ import json
 import sys
 from pathlib import Path
 
-from benchmarks.economy_response import TAX_SETUP, named_checkpoints, schedule_rates
+from studies.economy.evaluation import figures, final_economy, schedule_rates, stats
+from studies.economy.response import TAX_SETUP, named_checkpoints
 
 
 def play(workers, planner, env_kwargs: dict, schedule=None, episodes: int = 64, seed: int = 12345,
          device=None) -> tuple[dict, list[float]]:
     """Figures of ``workers`` under ``planner`` (a policy) or a fixed ``schedule``, and the mean rates per bracket."""
     import gpu_zoo
-    from benchmarks.economy_learning import _figures, _stats, final_economy
 
     tax = (dict(tax_model="fixed-bracket-rates", fixed_bracket_rates=tuple(schedule)) if schedule is not None
            else dict(tax_model="model_wrapper"))
@@ -43,8 +43,8 @@ def play(workers, planner, env_kwargs: dict, schedule=None, episodes: int = 64, 
     group = env.layout.groups["worker"]
     end = {"utility": env.state.util[:, group.lo:group.hi].double().mean(1),
            "labor": env.state.labor[:, group.lo:group.hi].double().mean(1)}
-    figures = {**_figures(out), **{k: _stats(v.cpu().numpy()) for k, v in end.items()}}
-    return figures, [float(x) for x in out["tax_rates"].mean(0)]
+    result = {**figures(out), **{k: stats(v.cpu().numpy()) for k, v in end.items()}}
+    return result, [float(x) for x in out["tax_rates"].mean(0)]
 
 
 def swap(workers: dict[str, Path], planners: dict[str, Path], schedules: dict[str, tuple], episodes: int = 64,
@@ -100,7 +100,7 @@ def table(result: dict) -> str:
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(prog="python -m benchmarks.economy_swap", description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="python -m studies.economy.swap", description=__doc__.splitlines()[0])
     ap.add_argument("--workers", nargs="+", required=True, metavar="[NAME=]CHECKPOINT",
                     help="checkpoints whose workers play; NAME defaults to the checkpoint's folder (its regime)")
     ap.add_argument("--planners", nargs="*", default=[], metavar="[NAME=]CHECKPOINT",

@@ -1,7 +1,7 @@
 """Steps a batch of environments with random actions and reports throughput and episode stats.
 
-    python -m trainers.rollout                       # Tag continuous, GPU if usable, else CPU
-    python -m trainers.rollout --env tag_continuous_v0 --num-envs 4096 --steps 2000 --device cuda
+    python -m benchmarks.rollout                       # Tag continuous, GPU if usable, else CPU
+    python -m benchmarks.rollout --env tag_continuous_v0 --num-envs 4096 --steps 2000 --device cuda
 
 Actions are sampled on the device by torch; the env step stays on the device too. Progress,
 throughput and finished-episode returns are read back only every ``--log-every`` steps.

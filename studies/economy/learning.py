@@ -1,7 +1,7 @@
 """Does PPO learn the economy? Workers trained under each tax regime, compared on the same episodes.
 
-    python -m benchmarks.economy_learning --env-steps 20000000 --out /tmp/econ
-    python -m benchmarks.economy_learning --report benchmarks/results/economy_learning   # the docs page
+    python -m studies.economy.learning --env-steps 20000000 --out /tmp/econ
+    python -m studies.economy.learning --report studies/economy/results   # the docs page
 
 Regimes, each trained from scratch with the same budget, seed and PPO settings:
 
@@ -27,8 +27,8 @@ have no reason to respond to them, and a planner facing such workers learns that
 and cost no work. ``--planner-settings`` and ``--worker-settings`` give the planner and the workers
 PPO settings of their own, e.g. the AI Economist's (``AI_ECONOMIST_PLANNER``, ``AI_ECONOMIST_WORKER``).
 
-    python -m benchmarks.economy_learning --pretrain-only --max-minutes 8 --out /tmp/econ
-    python -m benchmarks.economy_learning --init-from /tmp/econ/pretrain/workers.pt --max-minutes 7 --out /tmp/econ
+    python -m studies.economy.learning --pretrain-only --max-minutes 8 --out /tmp/econ
+    python -m studies.economy.learning --init-from /tmp/econ/pretrain/workers.pt --max-minutes 7 --out /tmp/econ
 
 A run longer than one sitting continues with ``--resume`` and the same arguments: every run ends by
 writing ``OUT/REGIME/resume.pt`` (policies, optimiser state and each env's episode count, a few
@@ -58,11 +58,9 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
 import torch
 
-from benchmarks.economy_response import schedule_rates
-from gpu_zoo.economy.gather_trade_build import EconomyParams, saez_fields
+from studies.economy.evaluation import SAEZ_STATE, figures, final_economy, schedule_rates
 
 REGIMES = {
     "free_market": (dict(disable_taxes=True), "worker"),
@@ -70,7 +68,7 @@ REGIMES = {
     "ai_planner": (dict(tax_model="model_wrapper"), "worker,planner"),
     # Not run unless asked (--regimes): can a fixed tax beat the free market once the workers have adapted
     # to it? 40% in every bracket is where welfare peaked when the free market's workers played under flat
-    # rates (benchmarks.economy_response, docs/economy_learning.md).
+    # rates (studies.economy.response, docs/economy_learning.md).
     "flat_tax": (dict(tax_model="fixed-bracket-rates", fixed_bracket_rates=(0.4,) * 7), "worker"),
     # The AI Economist's adaptation of Saez's formula, its rates fitted per env to the incomes it sees.
     "saez": (dict(tax_model="saez"), "worker"),
@@ -98,16 +96,15 @@ AI_ECONOMIST_WORKER = {"learning_rate": 3e-4, "ent_coef": 0.025, "gamma": 0.998,
                        "vf_coef": 0.05, "vf_clip": 50.0, "max_grad_norm": 10.0, "update_epochs": 1,
                        "num_minibatches": 4, "norm_adv": False}
 # What the Saez model learns across episodes: its fields but the per-period scratch
-SAEZ_STATE = tuple(f.name for f in saez_fields(EconomyParams(tax_model="saez")) if f.name != "saez_bins")
 PRETRAIN = "pretrain"  # phase 1 of --two-phase: the workers alone, without taxes or (--pretrain-taxes) others'
 # Phase 1's taxes: none, as the AI Economist; or rates drawn afresh per bracket and period, so the workers see
 # them change and can learn to respond to them before a planner sets them.
 PRETRAIN_TAXES = {"none": dict(disable_taxes=True), "random": dict(tax_model="random-bracket-rates")}
-DOCS = Path(__file__).resolve().parent.parent / "docs"
+DOCS = Path(__file__).resolve().parents[2] / "docs"
 PAGE_HEAD = """# Training the economy
 
 What PPO learns in `gather_trade_build_v0` under each tax regime, written by
-`python -m benchmarks.economy_learning` (module docstring: how it runs). Each regime trains (how,
+`python -m studies.economy.learning` (module docstring: how it runs). Each regime trains (how,
 below the table); then its policies and, as a floor, uniformly random workers without taxes play
 the same evaluation episodes. *Productivity* is the mean coin per worker at the end of an episode (escrow
 included), *equality* is 1 - Gini of coin, and *social welfare* is their product, the figure the
@@ -197,42 +194,6 @@ def saez_state(env, n: int) -> dict[str, torch.Tensor]:
     out["ep_count"] = env.state.ep_count[index].clamp(min=1)
     return out
 
-
-def final_economy(env, policies, seed: int, flat_rate: float | None = None,
-                  tax_state: dict[str, torch.Tensor] | None = None) -> dict[str, np.ndarray]:
-    """One episode in each env (auto-reset off); productivity, equality and welfare at its end.
-
-    Also ``tax_rates``, each env's marginal rate per bracket averaged over the episode's steps:
-    what the planner chose, which the welfare figures alone do not tell. With ``flat_rate`` (a
-    multiple of 5%) the planner's action sets that rate on every bracket instead of the policy's.
-    ``tax_state`` (`saez_state`) is copied in and kept by the reset, as an auto-reset keeps it: the
-    Saez model's rates come from the incomes of the env's past tax days, which a fresh env has not seen.
-    """
-    from trainers.ppo import policy_actions
-
-    generator = torch.Generator(device=env.device).manual_seed(seed)
-    if tax_state:  # copied in before the reset, which then keeps it as an auto-reset would
-        for name in SAEZ_STATE:
-            getattr(env.state, name).copy_(tax_state[name])
-        env.reset(seed=seed, episode_counts=tax_state["ep_count"])
-    else:
-        env.reset(seed=seed)
-    rates = torch.zeros_like(env.state.tax_rate, dtype=torch.float64)
-    for _ in range(env.params.max_cycles):
-        actions = policy_actions(env, policies, generator)
-        if flat_rate is not None:
-            actions["planner"] = torch.full_like(env.actions["planner"], 1 + round(flat_rate / 0.05))
-        env.step(actions)
-        rates += env.state.tax_rate
-    if not bool(env.state.done.all()):
-        raise RuntimeError("episodes did not end at max_cycles")
-    workers = env.layout.groups["worker"]
-    coin = (env.state.coin + env.state.coin_escrow)[:, workers.lo:workers.hi].double()
-    productivity = coin.mean(1)
-    welfare = env.state.util[:, env.layout.groups["planner"].lo].double()  # the env's own welfare figure
-    equality = torch.where(productivity > 0, welfare / productivity.clamp_min(1e-12), torch.ones_like(welfare))
-    return {k: v.cpu().numpy() for k, v in {"productivity": productivity, "equality": equality, "welfare": welfare,
-                                           "tax_rates": rates / env.params.max_cycles}.items()}
 
 
 def eval_kwargs(regime: str, anneal_episodes: float, episodes_done: float) -> tuple[dict, float]:
@@ -342,25 +303,17 @@ def train_one(regime: str, env_steps: int, out: Path, num_envs: int, eval_episod
     tax_state = saez_state(trainer.env, eval_episodes) if kwargs.get("tax_model") == "saez" else None
     trained = final_economy(env, trainer.policies.eval(), seed=12345, tax_state=tax_state)
     record.update({"eval_env_kwargs": kwargs, "max_rate_in_eval": limit, "anneal_episodes": anneal_episodes,
-                   "tax_rates": trained["tax_rates"].mean(0).round(4).tolist(), **_figures(trained)})
+                   "tax_rates": trained["tax_rates"].mean(0).round(4).tolist(), **figures(trained)})
     if regime == "free_market":
-        record["random_workers"] = _figures(final_economy(env, {}, seed=12345))
-    # Whether the workers work less under higher rates they see (benchmarks.economy_response)
-    from benchmarks.economy_response import flat_rate_figures
+        record["random_workers"] = figures(final_economy(env, {}, seed=12345))
+    # Whether the workers work less under higher rates they see (studies.economy.response)
+    from studies.economy.response import flat_rate_figures
 
     record["response"] = flat_rate_figures(trainer.policies["worker"], kwargs, episodes=min(64, eval_episodes),
                                            device=trainer.device)
     (out / regime / "result.json").write_text(json.dumps(record, indent=1))
     print(json.dumps({k: record[k] for k in ("regime", "productivity", "equality", "welfare")}), flush=True)
 
-
-def _stats(x: np.ndarray) -> dict:
-    return {"mean": float(np.mean(x)), "std": float(np.std(x)), "n": int(len(x))}
-
-
-def _figures(economy: dict[str, np.ndarray]) -> dict:
-    """Mean, spread and count of each per-episode figure of `final_economy` (not its rates)."""
-    return {k: _stats(economy[k]) for k in ("productivity", "equality", "welfare")}
 
 
 SETTING_NAMES = {"learning_rate": "learning rate", "ent_coef": "entropy weight", "hidden": "hidden width",
@@ -440,14 +393,14 @@ def setup_note(rec: dict, main: dict) -> str:
 
 
 def response_section(out: Path) -> str:
-    """The page's part on `benchmarks.economy_response`: this page's runs first, then ``OUT/response.json``'s.
+    """The page's part on `studies.economy.response`: this page's runs first, then ``OUT/response.json``'s.
 
     ``response.json`` holds the figures of checkpoints measured apart: under the key ``pretrain``
     this page's phase-1 workers, under a folder name of ``OUT/runs`` that earlier run's workers.
     Runs that measured their own workers as they ended (``response`` in their ``result.json``) add
     theirs: the table's under the regime's name, earlier ones under their folder's.
     """
-    from benchmarks.economy_response import table
+    from studies.economy.response import table
 
     def own_response(folder: Path) -> dict | None:
         record = folder / "result.json"
@@ -469,10 +422,10 @@ def response_section(out: Path) -> str:
     return ("\n\n## Do the workers respond to the rates they see?\n\n"
             "Productivity (social welfare) of each run's workers under flat rates, every bracket alike from "
             f"the first step, on the same {episodes} episodes, each run under its own env arguments "
-            "(`python -m benchmarks.economy_response`). "
+            "(`python -m studies.economy.response`). "
             "The first rows are this page's runs (its phase 1 where measured, then the table's); rows named by a "
             "folder of "
-            "`benchmarks/results/economy_learning/runs` are earlier ones:\n\n"
+            "`studies/economy/results/runs` are earlier ones:\n\n"
             + table(results) + "\n\nWorkers that respond produce less at high rates. Workers that produce "
             "the same at every rate leave a planner nothing to learn but that taxes move coin: its best reply within "
             "an episode is then the highest rate, and training teaches the workers to work less whatever the rates. "
@@ -485,11 +438,11 @@ def response_section(out: Path) -> str:
 
 
 def swap_section(out: Path) -> str:
-    """The page's part on `benchmarks.economy_swap` ("" when there is none).
+    """The page's part on `studies.economy.swap` ("" when there is none).
 
     ``OUT/swap.json`` holds this page's runs; earlier runs' are kept as ``OUT/runs/swap_<name>.json``.
     """
-    from benchmarks.economy_swap import table
+    from studies.economy.swap import table
 
     paths = [p for p in (out / "swap.json", *sorted((out / "runs").glob("swap_*.json"))) if p.exists()]
     if not paths:
@@ -503,7 +456,7 @@ def swap_section(out: Path) -> str:
         parts.append(f"{whose}, on the same {result['episodes']} episodes{drawn}:\n\n{table(result)}")
     return ("\n\n## Each set of workers under each tax setter\n\n"
             "Sets of workers, each named by its run (a regime of the table or a folder of "
-            "`benchmarks/results/economy_learning/runs`), under each tax setter (`python -m benchmarks.economy_swap`): "
+            "`studies/economy/results/runs`), under each tax setter (`python -m studies.economy.swap`): "
             "a trained planner's policy, its average schedule held fixed, and fixed schedules. Social welfare (the "
             "workers' mean utility at the end of the episode, their own objective).\n\n" + "\n\n".join(parts)
             + "\n\nA column compares one setter's rates across sets of workers; a row, what one set of workers "
@@ -634,7 +587,7 @@ def report(out: Path, docs: Path = DOCS):
         if rec.get("command") and rec["command"] not in commands:
             commands.append(rec["command"])
     command = "Commands, in order:\n\n" + "\n".join(f"    {c}" for c in commands) + "\n\nrun" if len(commands) > 1 \
-        else f"Command: `{commands[0] if commands else 'python -m benchmarks.economy_learning'}`"
+        else f"Command: `{commands[0] if commands else 'python -m studies.economy.learning'}`"
     page = (PAGE_HEAD + "\n".join(lines) + "\n\n" + meta + f"\n\n{command}"
             f"{' on ' + first['device_name'] if first.get('device_name') else ''}.\n\n"
             "![learning curves](economy_learning.png)\n" + response_section(out) + swap_section(out))
@@ -653,7 +606,7 @@ def sharing(regime: str, plan: dict[str, int], regimes) -> list[str]:
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(prog="python -m benchmarks.economy_learning", description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="python -m studies.economy.learning", description=__doc__.splitlines()[0])
     ap.add_argument("--env-steps", type=int, default=20_000_000, help="training budget per regime")
     ap.add_argument("--num-envs", type=int, default=512)
     ap.add_argument("--eval-episodes", type=int, default=256)
@@ -729,12 +682,12 @@ def main(argv=None):
         ap.error(f"--worker-settings or --planner-settings: {exc}")
     out.mkdir(parents=True, exist_ok=True)
     given = shlex.join(argv if argv is not None else sys.argv[1:])  # quoted: a JSON setting holds spaces
-    base = [sys.executable, "-m", "benchmarks.economy_learning", "--env-steps", str(args.env_steps),
+    base = [sys.executable, "-m", "studies.economy.learning", "--env-steps", str(args.env_steps),
             "--num-envs", str(args.num_envs), "--eval-episodes", str(args.eval_episodes), "--out", str(out),
             "--anneal-episodes", str(args.anneal_episodes), "--planner-settings", json.dumps(args.planner_settings),
             "--env-kw", json.dumps(args.env_kw), "--pretrain-taxes", args.pretrain_taxes,
             "--worker-settings", json.dumps(args.worker_settings),
-            "--command", f"python -m benchmarks.economy_learning {given}"]
+            "--command", f"python -m studies.economy.learning {given}"]
     base += ["--device", args.device] if args.device else []
     base += ["--resume"] if args.resume else []
     for name, rates in args.schedule:

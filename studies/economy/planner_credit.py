@@ -1,9 +1,9 @@
 """Does the economy's planner learn? Against frozen workers, where the answer is known.
 
-    python -m benchmarks.planner_credit --init-from WORKERS_PT --minutes 12 --num-envs 128 --device cpu
-    python -m benchmarks.planner_credit --init-from WORKERS_PT --minutes 12 --no-gae-skip-forced
+    python -m studies.economy.planner_credit --init-from WORKERS_PT --minutes 12 --num-envs 128 --device cpu
+    python -m studies.economy.planner_credit --init-from WORKERS_PT --minutes 12 --no-gae-skip-forced
 
-Workers trained without taxes (``benchmarks.economy_learning --pretrain-only`` writes them) keep
+Workers trained without taxes (``studies.economy.learning --pretrain-only`` writes them) keep
 their policies (learning rate 0) while the planner trains. Frozen workers do not answer taxes,
 so taxing and sharing out more raises equality at no cost in productivity: the planner should
 learn high rates and raise welfare. It prints the evaluation's mean rate per bracket, its
@@ -20,7 +20,7 @@ from pathlib import Path
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(prog="python -m benchmarks.planner_credit", description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="python -m studies.economy.planner_credit", description=__doc__.splitlines()[0])
     ap.add_argument("--init-from", required=True, metavar="WORKERS_PT", help="pretrained workers (phase 1)")
     ap.add_argument("--minutes", type=float, default=12.0, help="training time")
     ap.add_argument("--num-envs", type=int, default=128)
@@ -35,7 +35,8 @@ def main(argv=None):
         ap.error(f"--init-from {args.init_from}: no such file")
 
     import gpu_zoo
-    from benchmarks.economy_learning import final_economy, regime_kwargs, train_for
+    from studies.economy.evaluation import final_economy
+    from studies.economy.learning import regime_kwargs, train_for
     from trainers.config import preset, with_overrides
 
     planner = {"vf_clip": args.vf_clip} if args.vf_clip is not None else {}

@@ -503,6 +503,10 @@ def _readme_row(records: list[dict], ok: list[dict], me: dict) -> list[str]:
     """One README row: ``me`` against the fastest peer of the same size, world and action mode."""
     same = same_size_peers(ok, me)
     measured = [r for r in same if r["status"] == "ok"]
+    # the peers the fixed-action row of this size has: a fresh-action row missing one of them claims no ratio
+    fixed_twin = {**me, "config": {k: v for k, v in (me.get("config") or {}).items() if k != "actions"}}
+    missing = sorted({SYSTEM_NAMES.get(r["system"], r["system"]) for r in same_size_peers(ok, fixed_twin)}
+                     - {SYSTEM_NAMES.get(r["system"], r["system"]) for r in same})
     # a reference package that steps one env on one CPU core: its figure, from whichever machine ran it
     reference = [r for r in records if r["system"] in ("mpe2", "ai_economist") and r["workload"] == me["workload"]
                  and r["status"] == "ok"]
@@ -514,6 +518,8 @@ def _readme_row(records: list[dict], ok: list[dict], me: dict) -> list[str]:
         if best["system"] == "jaxmarl_scan":
             peer += f" ({best.get('steps_per_call', 100)} steps a call)"
         ratio = me["env_steps_per_s"] / best["env_steps_per_s"]
+        if missing:
+            return [head + f"{peer} | {best['env_steps_per_s']:.3g} | - (not measured: {', '.join(missing)}) |"]
         return [head + f"{peer} | {best['env_steps_per_s']:.3g} | {ratio:.3g}x |"]
     if same:  # every peer refused this size
         return [head + f"{SYSTEM_NAMES.get(same[0]['system'], same[0]['system'])}: cannot run it | - | - |"]

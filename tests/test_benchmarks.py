@@ -63,6 +63,12 @@ def test_our_envs_and_trainer_are_measured(tiny_run):
     assert "compile" not in ours["sb3_simple_tag"]
     assert ours["tag_continuous"]["host_us_per_step"] is None  # the CPU target has no separate host cost
     assert ours["tag_continuous"]["bytes_per_env_step"]["total"] > 0
+    # Tag is timed over whole episode lengths (its step's cost follows the agents left), with either action mode
+    tag = {r["config"].get("actions", "fixed"): r for r in records
+           if r["system"] == "gpu_zoo" and r["workload"] == "tag_continuous"}
+    assert set(tag) == {"fixed", "fresh"}
+    for mode, r in tag.items():
+        assert r["status"] == "ok" and r["actions"] == mode and r["window"] == r["steps_per_repeat"] == 6, r
 
 
 def test_missing_peers_and_envs_are_skipped_with_a_reason(tiny_run):

@@ -164,13 +164,14 @@ def params_table(spec: EnvSpec) -> str:
 
 
 # ---------------------------------------------------------------------- throughput
+RESULTS_SCHEMA = "gpu_zoo.benchmarks/1"  # benchmarks.runner.SCHEMA: the suite's records (benchmarks/ is not installed)
+
 def throughput_records(results_dir: Path, env_id: str) -> list[dict]:
     """gpu_zoo's measurements of ``env_id``, newest per (hardware, configuration), fastest first.
 
-    Reads every ``results_dir/*.json``: the benchmark suite's files (``"schema":
-    "gpu_zoo.benchmarks/1"``, one record per case, ``workload`` being the id without its version)
-    and the earlier per-script files (``{"system": {...}, "records": [{"env": id, ...}]}``).
-    Baselines (other systems), failed cases and training runs are left out. Each row has
+    Reads the benchmark suite's files, ``results_dir/*.json`` of schema ``gpu_zoo.benchmarks/1``
+    (one record per case, ``workload`` being the id without its version; other files are not
+    records). Baselines (other systems), failed cases and training runs are left out. Each row has
     ``hardware``, ``num_envs``, ``agents``, ``config``, ``env_steps_per_s``,
     ``agent_steps_per_s``, ``date`` and ``source`` (the file name).
     """
@@ -180,10 +181,10 @@ def throughput_records(results_dir: Path, env_id: str) -> list[dict]:
             data = json.loads(path.read_text())
         except (OSError, json.JSONDecodeError) as err:
             raise ValueError(f"benchmark results {path} are not valid JSON: {err}") from err
-        if not isinstance(data, dict):
+        if not isinstance(data, dict) or data.get("schema") != RESULTS_SCHEMA:
             continue
-        for rec in data.get("records", []):
-            row = _suite_row(rec, env_id) if "workload" in rec else _script_row(rec, data.get("system", {}), env_id)
+        for rec in data["records"]:
+            row = _suite_row(rec, env_id)
             if row is None:
                 continue
             row["source"] = path.name
@@ -205,19 +206,6 @@ def _suite_row(rec: dict, env_id: str) -> dict | None:
             "agents": agents, "config": config, "env_steps_per_s": float(rate),
             "agent_steps_per_s": rec.get("agent_steps_per_s") or (rate * agents if agents else None),
             "date": machine.get("date", "")}
-
-
-def _script_row(rec: dict, system: dict, env_id: str) -> dict | None:
-    rate = rec.get("env_steps_per_s")
-    if rec.get("env") != env_id or rec.get("system", "gpu_zoo") != "gpu_zoo" or not isinstance(rate, int | float):
-        return None
-    config = {"use_full_observation": False, "num_other_agents_observed": rec["k_nearest"]} \
-        if rec.get("k_nearest") else {}
-    agents = rec.get("agents")
-    return {"hardware": hardware_name(rec.get("device", ""), system), "num_envs": rec.get("num_envs"),
-            "agents": agents, "config": config, "env_steps_per_s": float(rate),
-            "agent_steps_per_s": rec.get("agent_steps_per_s") or (rate * agents if agents else None),
-            "date": system.get("date", "")}
 
 
 def _agents(env_id: str, config: dict) -> int | None:

@@ -183,30 +183,25 @@ def test_generator_handles_several_groups_multidiscrete_and_masks(tmp_path):
 
 
 def test_throughput_keeps_the_newest_gpu_zoo_run_per_configuration(tmp_path, monkeypatch):
-    def script_file(name, date, rate, system="gpu_zoo", gpu=None):  # the per-script files' format
-        rec = {"env": "market_v0", "device": "cuda" if gpu else "cpu", "num_envs": 1024, "agents": 4,
-               "env_steps_per_s": rate, "system": system}
-        sys_info = {"date": date, **({"gpu": gpu} if gpu else {})}
-        (tmp_path / name).write_text(json.dumps({"system": sys_info, "records": [rec]}))
-
-    def suite_record(date, rate, status="ok", system="gpu_zoo", workload="market", config=None):
-        return {"schema": "gpu_zoo.benchmarks/1", "workload": workload, "system": system, "device": "cuda",
+    def suite_record(date, rate, status="ok", system="gpu_zoo", workload="market", config=None, device="cuda"):
+        return {"schema": "gpu_zoo.benchmarks/1", "workload": workload, "system": system, "device": device,
                 "num_envs": 4096, "config": config or {"num_workers": 5}, "status": status, "env_steps_per_s": rate,
                 "machine": {"gpu": "NVIDIA H200", "date": date, "cpu_count": 16}}
 
-    script_file("a_old.json", "2026-01-01", 1e6, gpu="NVIDIA H200")
-    script_file("b_new.json", "2026-02-01", 2e6, gpu="NVIDIA H200")
-    script_file("c_cpu.json", "2026-01-15", 3e5)
-    script_file("d_baseline.json", "2026-03-01", 9e9, system="mpe2")
     suite = [suite_record("2026-03-01", 5e7), suite_record("2026-04-01", 6e7),
              suite_record("2026-04-01", None, "error"), suite_record("2026-04-01", 9e9, system="vmas"),
-             suite_record("2026-04-01", 9e9, workload="train_market")]
+             suite_record("2026-04-01", 9e9, workload="train_market"),
+             suite_record("2026-04-01", 4e7, config={"num_workers": 5, "actions": "fresh"}),
+             suite_record("2026-01-15", 3e5, device="cpu")]
     (tmp_path / "e_suite.json").write_text(json.dumps({"schema": "gpu_zoo.benchmarks/1", "records": suite}))
+    # a file of another format is not read as records
+    (tmp_path / "f_other.json").write_text(json.dumps({"records": [{"env": "market_v0", "env_steps_per_s": 9e9}]}))
     monkeypatch.setitem(registry._ENTRIES, "market_v0", f"{__name__}:MARKET")  # registered for this test only
     rows = gallery.throughput_records(tmp_path, "market_v0")
     assert [(r["hardware"], r["env_steps_per_s"], r["source"]) for r in rows] == [
-        ("CPU", 3e5, "c_cpu.json"), ("NVIDIA H200", 6e7, "e_suite.json"), ("NVIDIA H200", 2e6, "b_new.json")]
+        ("CPU (16 cores)", 3e5, "e_suite.json"), ("NVIDIA H200", 6e7, "e_suite.json"),
+        ("NVIDIA H200", 4e7, "e_suite.json")]
     assert rows[1]["agents"] == 6  # from the layout: 5 workers and the planner
     table = gallery.throughput_table(rows)
     assert "| NVIDIA H200 | 4096 | 6 | num_workers=5 | 6e+07 | 3.6e+08 | `e_suite.json` |" in table
-    assert "| NVIDIA H200 | 1024 | 4 | defaults | 2e+06 | 8e+06 | `b_new.json` |" in table
+    assert "| NVIDIA H200 | 4096 | 6 | actions=fresh, num_workers=5 | 4e+07 | 2.4e+08 | `e_suite.json` |" in table

@@ -262,3 +262,34 @@ def test_the_readme_speed_table_is_the_one_the_committed_records_give():
     block = text.split(README_BEGIN, 1)[1].split(README_END, 1)[0].strip("\n")
     assert block == "\n".join(readme_table(load_records(ROOT / "benchmarks" / "results"))), \
         "README's speed table is stale: run python -m benchmarks report"
+
+
+def test_the_tag_profile_is_rendered_from_its_records(tmp_path):
+    from benchmarks.report import profile_section
+
+    assert profile_section(tmp_path) == []  # no profile: no section
+    row = {"system": "warpdrive", "world_name": "tag_continuous.yaml", "actions": "fresh", "num_envs": 2000,
+           "agents": 640, "wall_us_per_step": 5065.0, "gpu_us_per_step": 4488.0,
+           "kernels": {"NumbaTagContinuousStep": 4416.0, "reset_when_done_2d": 19.6},
+           "world": {"alive_fraction": 0.075, "fraction_at_a_wall": 0.13}}
+    failed = {"system": "gpu_zoo", "world_name": "defaults", "actions": "fixed", "error": "RuntimeError: no GPU"}
+    (tmp_path / "profile_tag_x.jsonl").write_text(json.dumps(row) + "\n" + json.dumps(failed) + "\n")
+    lines = profile_section(tmp_path)
+    assert lines[0] == "## Where a Tag step's time goes"
+    rows = [ln for ln in lines if ln.startswith("| WarpDrive")]
+    assert rows == ["| WarpDrive 2.7.1 (numba) | tag_continuous.yaml | fresh | 2000 x 640 | 4.49e+03 | 4.42e+03 | "
+                    "5.06e+03 | 0.075 | 0.13 | `profile_tag_x.jsonl` |"]
+    assert not any("defaults" in ln for ln in lines if ln.startswith("|"))  # a failed run is not a row
+
+
+def test_benchmarl_return_curves_are_read_from_its_scalars(tmp_path):
+    from benchmarks.benchmarl_speed import _return_curves
+
+    scalars = tmp_path / "run" / "scalars"
+    scalars.mkdir(parents=True)
+    (scalars / "eval_adversary_reward_episode_reward_mean.csv").write_text("0,5.2\n2,146.9\n5,223.4\n")
+    (scalars / "collection_adversary_reward_episode_reward_mean.csv").write_text("0,7.3\n1,12.6\n")
+    (scalars / "timers_iteration_time.csv").write_text("0,2.0\n")
+    assert _return_curves(tmp_path) == {
+        "collection_adversary_reward_episode_reward_mean": [(0, 7.3), (1, 12.6)],
+        "eval_adversary_reward_episode_reward_mean": [(0, 5.2), (2, 146.9), (5, 223.4)]}

@@ -115,11 +115,12 @@ def env_kwargs(case: Case) -> dict:
 
 
 EPISODE_WINDOWS = ("tag_continuous", "tag_gridworld")
-"""Workloads timed over whole episode lengths: their step's cost follows the agents still in the game.
+"""Workloads timed over whole episode lengths: their step's cost changes as runners are tagged.
 
-A Tag step searches among the agents still in the game, so its cost falls as runners are tagged
-(WarpDrive's 640-agent step from 73 ms with 80% of them left to 4 ms with 8%, `profile_tag`): a
-short window right after a reset would time only an episode's dearest part.
+A Tag continuous step searches among the agents still in the game, so its cost falls as runners
+are tagged (WarpDrive's 640-agent step from 73 ms with 80% of them left to 4 ms with 8%,
+`profile_tag`): a short window right after a reset would time only an episode's dearest part.
+Tag gridworld's episodes end when its runner is caught; its rows are timed the same way.
 """
 
 
@@ -129,8 +130,7 @@ def episode_window(case: Case) -> int | None:
         return None
     import gpu_zoo
 
-    env_id = {"tag_continuous": "tag_continuous_v0", "tag_gridworld": "tag_gridworld_v0"}[case.workload]
-    return gpu_zoo.get_spec(env_id).make_params(**env_kwargs(case)).max_cycles
+    return gpu_zoo.get_spec(OUR_IDS[case.workload]).make_params(**env_kwargs(case)).max_cycles
 
 
 def action_mode(case: Case) -> str:
@@ -162,6 +162,9 @@ MPE_FAMILY = {"simple": "simple_v3", "simple_adversary": "simple_adversary_v3", 
               "simple_speaker_listener": "simple_speaker_listener_v4", "simple_reference": "simple_reference_v3",
               "simple_crypto": "simple_crypto_v3", "simple_formation": "simple_formation_v1",
               "simple_line": "simple_line_v1", "simple_world_comm": "simple_world_comm_v3"}
+OUR_IDS = {"simple_tag": "simple_tag_v3", "simple_spread": "simple_spread_v3", "tag_continuous": "tag_continuous_v0",
+           "tag_gridworld": "tag_gridworld_v0", GTB: "gather_trade_build_v0", **MPE_FAMILY}
+"""Our env id of each env workload."""
 MPE_HEADLINE = ("simple_reference", "simple_speaker_listener", "simple_world_comm")
 """Scenarios measured at every size simple_spread is, with it the MPE family's speed bars against JaxMARL."""
 _FULL = {

@@ -6,13 +6,10 @@ import json
 import sys
 import traceback
 
-from benchmarks.cases import GTB, MPE_FAMILY, SB3, TRAINER_SETTINGS, Case, action_mode, env_kwargs, episode_window
+from benchmarks.cases import OUR_IDS, SB3, TRAINER_SETTINGS, Case, action_mode, env_kwargs, episode_window
 from benchmarks.skip import Skipped
 
 RECORD_PREFIX = "BENCH_RECORD "
-_OUR_IDS = {"simple_tag": "simple_tag_v3", "simple_spread": "simple_spread_v3", "tag_continuous": "tag_continuous_v0",
-            "tag_gridworld": "tag_gridworld_v0",
-            GTB: "gather_trade_build_v0", **MPE_FAMILY}
 
 
 def train_config(case: Case) -> tuple[str | None, dict, dict]:
@@ -52,7 +49,7 @@ def run_case(case: Case, tiny: bool) -> dict:
     if case.system == "gpu_zoo":
         from benchmarks import ours
 
-        return ours.measure(_OUR_IDS[case.workload], case.num_envs, case.device, kw, **t, actions=actions)
+        return ours.measure(OUR_IDS[case.workload], case.num_envs, case.device, kw, **t, actions=actions)
     if case.system == "mpe2":
         from benchmarks.peers import mpe2
 
@@ -102,7 +99,7 @@ def warm(case: Case) -> dict:
     if case.workload.startswith("train_"):
         env_id, env_kw, _ = train_config(case)
     else:
-        env_id, env_kw = _OUR_IDS[case.workload], env_kwargs(case)
+        env_id, env_kw = OUR_IDS[case.workload], env_kwargs(case)
     t = time.perf_counter()
     dev = torch.device(case.device)
     env = gpu_zoo.make(env_id, num_envs=case.num_envs, device=dev, validate=False, **env_kw)

@@ -133,11 +133,15 @@ def episode_window(case: Case) -> int | None:
     return gpu_zoo.get_spec(OUR_IDS[case.workload]).make_params(**env_kwargs(case)).max_cycles
 
 
-def action_mode(case: Case) -> str:
-    mode = case.config.get("actions", "fixed")
+def check_action_mode(mode: str) -> str:
+    """``mode`` if it is one of `ACTIONS`, else a ValueError naming them."""
     if mode not in ACTIONS:
         raise ValueError(f"actions must be one of {sorted(ACTIONS)}, got {mode!r}")
     return mode
+
+
+def action_mode(case: Case) -> str:
+    return check_action_mode(case.config.get("actions", "fixed"))
 
 
 def warpdrive_run_cases(device: str, iterations: int, repeats: int) -> list[Case]:

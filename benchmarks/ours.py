@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 
 import torch
 
+from benchmarks.cases import check_action_mode
 from benchmarks.skip import Skipped
 from benchmarks.timing import copy_bandwidth_gbps, gpu_memory_in_use, host_us_per_step, peak_gpu_memory, time_steps
 
@@ -43,9 +45,19 @@ def step_traffic(layout) -> dict:
 
 ACTION_NOTES = {
     "fixed": "one random valid action per agent (BatchedEnv.sample_actions), written once before the clock",
-    "fresh": "BatchedEnv.sample_actions on the device before every step (torch.rand per group), copied into "
-             "the env's action buffers and timed with the step",
+    "fresh": "env.step(env.sample_actions(generator)) every step: actions drawn on the device (torch.rand per "
+             "group) and copied into the env's action buffers, timed with the step",
 }
+
+
+def random_stepper(env, actions: str) -> Callable[[], object]:
+    """A step of ``env`` under random actions: drawn once now (``fixed``), or before every step (``fresh``)."""
+    gen = torch.Generator(device=env.device).manual_seed(0)
+    if check_action_mode(actions) == "fresh":
+        return lambda: env.step(env.sample_actions(gen))
+    for g, a in env.sample_actions(gen).items():
+        env.actions[g].copy_(a)
+    return env.step
 
 
 def measure(env_id: str, num_envs: int, device: str, env_kwargs: dict, *, target_s: float, repeats: int,
@@ -56,8 +68,7 @@ def measure(env_id: str, num_envs: int, device: str, env_kwargs: dict, *, target
     on the device before every step, inside the clock). ``window``: steps per timed repeat
     (an episode length), else calibrated to ``target_s``.
     """
-    if actions not in ACTION_NOTES:
-        raise ValueError(f"actions must be one of {sorted(ACTION_NOTES)}, got {actions!r}")
+    check_action_mode(actions)
     import gpu_zoo
 
     if env_id not in gpu_zoo.registered_envs():
@@ -70,18 +81,7 @@ def measure(env_id: str, num_envs: int, device: str, env_kwargs: dict, *, target
     env = gpu_zoo.make(env_id, num_envs=num_envs, device=dev, validate=False, **env_kwargs)
     make_s = time.perf_counter() - t0
     env.reset(seed=0)
-    gen = torch.Generator(device=dev).manual_seed(0)
-
-    def draw():
-        for g, a in env.sample_actions(gen).items():
-            env.actions[g].copy_(a)
-
-    def draw_and_step():
-        draw()
-        env.step()
-
-    draw()
-    step = env.step if actions == "fixed" else draw_and_step
+    step = random_stepper(env, actions)
     timing = time_steps(step, dev, target_s=target_s, repeats=repeats, warmup=2, steps=window)
     rate = timing.summary(num_envs)
     agents = env.layout.num_agents

@@ -77,74 +77,38 @@ def _layout_stats(x: np.ndarray, y: np.ndarray, alive: np.ndarray, grid: float) 
 
 def ours(num_envs: int, agents: int, world: str, actions: str, steps: int) -> dict:
     import gpu_zoo
+    from benchmarks.ours import random_stepper
 
     kw = world_kwargs(world, agents)
     env = gpu_zoo.make("tag_continuous_v0", num_envs=num_envs, device="cuda", validate=False, **kw)
     env.reset(seed=0)
-    gen = torch.Generator(device="cuda").manual_seed(0)
-
-    def draw():
-        for g, a in env.sample_actions(gen).items():
-            env.actions[g].copy_(a)
-
-    def step():
-        if actions == "fresh":
-            draw()
-        env.step()
-
-    draw()
-    rec = _profile(step, steps)
+    rec = _profile(random_stepper(env, actions), steps)
     s = env.state
-    stats = env.episode_stats()
     rec["world"] = _layout_stats(s.pos_x.cpu().numpy(), s.pos_y.cpu().numpy(), s.alive.cpu().numpy(),
                                  float(env.params.grid_length))
-    rec["world"]["finished_episodes_per_env"] = float(stats["episodes"].float().mean())
+    rec["world"]["finished_episodes_per_env"] = float(env.episode_stats()["episodes"].float().mean())
     rec["world"]["runners_left_fraction"] = float(s.runners_left.float().mean() / env.params.num_runners)
     return {"system": "gpu_zoo", "env_kwargs": kw, **rec}
 
 
 def warpdrive(num_envs: int, agents: int, world: str, actions: str, steps: int) -> dict:
-    from benchmarks.peers import warpdrive as wd
+    from benchmarks.peers.warpdrive import stepper
 
-    _, _, EnvWrapper, create_and_push_data_placeholders = wd._import()
     kw = world_kwargs(world, agents)
-    env = wd._env("tag_continuous", kw)
-    wd._memoise_reset(env)
-    wrapper = EnvWrapper(env, num_envs=num_envs, env_backend="numba")
-    ids = {"tagger": list(env.taggers), "runner": list(env.runners)}
-    create_and_push_data_placeholders(wrapper, policy_tag_to_agent_id_map=ids,
-                                      create_separate_placeholders_for_each_policy=False,
-                                      push_data_batch_placeholders=False)
-    wrapper.reset_all_envs()
-    dm = wrapper.cuda_data_manager
-    sampled = dm.data_on_device_via_torch("sampled_actions")
-    high = torch.as_tensor(np.atleast_1d(env.action_space[0].nvec), device="cuda")
-    gen = torch.Generator(device="cuda").manual_seed(0)
-
-    def draw():
-        sampled.copy_((torch.rand(sampled.shape, device="cuda", generator=gen) * high).to(sampled.dtype))
-
-    def step():
-        if actions == "fresh":
-            draw()
-        wrapper.step_all_envs()
-        wrapper.reset_only_done_envs()
-
-    draw()
+    run = stepper("tag_continuous", num_envs, kw, actions)
+    dm = run.wrapper.cuda_data_manager
     dones = []
     for _ in range(100):  # how often envs finish (read before the resets clear the flags), ahead of the timing
         if actions == "fresh":
-            draw()
-        wrapper.step_all_envs()
+            run.draw()
+        run.wrapper.step_all_envs()
         dones.append(float(np.mean(dm.pull_data_from_device("_done_"))))
-        wrapper.reset_only_done_envs()
-    rec = _profile(step, steps)
-    x = dm.pull_data_from_device("loc_x")
-    y = dm.pull_data_from_device("loc_y")
-    alive = dm.pull_data_from_device("still_in_the_game")
-    rec["world"] = _layout_stats(x, y, alive, float(env.grid_length))
+        run.wrapper.reset_only_done_envs()
+    rec = _profile(run.step, steps)
+    x, y = dm.pull_data_from_device("loc_x"), dm.pull_data_from_device("loc_y")
+    rec["world"] = _layout_stats(x, y, dm.pull_data_from_device("still_in_the_game"), float(run.env.grid_length))
     rec["world"]["done_per_step"] = float(np.mean(dones))
-    rec["world"]["runners_left_fraction"] = float(dm.pull_data_from_device("num_runners").mean() / env.num_runners)
+    rec["world"]["runners_left_fraction"] = float(dm.pull_data_from_device("num_runners").mean() / run.env.num_runners)
     return {"system": "warpdrive", "env_kwargs": kw, **rec}
 
 

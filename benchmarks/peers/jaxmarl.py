@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from benchmarks.cases import MPE_FAMILY
+from benchmarks.cases import MPE_FAMILY, check_action_mode
 from benchmarks.skip import Skipped
 from benchmarks.timing import time_steps
 
@@ -36,8 +36,7 @@ def measure(num_envs: int, device: str, mode: str, *, target_s: float, repeats: 
     ``actions``: ``fixed`` (one random action per agent, drawn once, a constant of the graph) or
     ``fresh`` (drawn inside the jitted graph before every step from a key carried along).
     """
-    if actions not in ("fixed", "fresh"):
-        raise ValueError(f"actions must be 'fixed' or 'fresh', got {actions!r}")
+    check_action_mode(actions)
     jax, jaxmarl = _import(device)
     import jax.numpy as jnp
 

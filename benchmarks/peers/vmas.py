@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import torch
 
+from benchmarks.cases import check_action_mode
 from benchmarks.skip import Skipped
 from benchmarks.timing import gpu_memory_in_use, host_us_per_step, peak_gpu_memory, time_steps
 
@@ -20,8 +21,7 @@ SCENARIOS = ("simple_tag", "simple_spread", "simple_reference", "simple_speaker_
 def measure(num_envs: int, device: str, *, target_s: float, repeats: int, workload: str = "simple_tag",
             actions: str = "fixed") -> dict:
     """``actions``: ``fixed`` (VMAS's random actions drawn once) or ``fresh`` (drawn by VMAS before every step)."""
-    if actions not in ("fixed", "fresh"):
-        raise ValueError(f"actions must be 'fixed' or 'fresh', got {actions!r}")
+    check_action_mode(actions)
     try:
         import vmas
     except ImportError as err:

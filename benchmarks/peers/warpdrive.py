@@ -5,11 +5,14 @@ from __future__ import annotations
 import copy
 import tempfile
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import torch
 
+from benchmarks.cases import check_action_mode
 from benchmarks.skip import Skipped
 from benchmarks.timing import gpu_memory_in_use, host_us_per_step, peak_gpu_memory, time_steps
 
@@ -91,30 +94,42 @@ def _env(workload: str, env_kwargs: dict):
     raise ValueError(f"WarpDrive has no {workload!r} env here")
 
 
-def measure(workload: str, num_envs: int, device: str, env_kwargs: dict, *, target_s: float, repeats: int,
-            actions: str = "fixed", window: int | None = None) -> dict:
-    """WarpDrive's env step as its trainer runs it; ``actions``: ``fixed`` or ``fresh`` (drawn before every step).
+@dataclass
+class Stepper:
+    """WarpDrive's env as its trainer steps it: ``step()`` runs ``step_all_envs`` then ``reset_only_done_envs``.
 
-    ``window``: steps per timed repeat (an episode length), else calibrated to ``target_s``.
+    With ``fresh`` actions, ``draw()`` (random actions into its ``sampled_actions``, on the GPU) runs
+    before every step; with ``fixed`` ones it ran once, at set-up.
     """
-    if actions not in ACTION_NOTES:
-        raise ValueError(f"actions must be one of {sorted(ACTION_NOTES)}, got {actions!r}")
+
+    env: object
+    wrapper: object
+    actions: str
+    draw: Callable[[], None]
+    setup_s: float
+    host_resets: dict
+
+    def step(self):
+        if self.actions == "fresh":
+            self.draw()
+        self.wrapper.step_all_envs()
+        self.wrapper.reset_only_done_envs()  # what WarpDrive's trainer runs after every step
+
+
+def stepper(workload: str, num_envs: int, env_kwargs: dict, actions: str) -> Stepper:
+    """WarpDrive's ``workload`` env (gpu_zoo's argument names) over ``num_envs`` envs, reset, actions drawn."""
+    check_action_mode(actions)
     _, _, EnvWrapper, create_and_push_data_placeholders = _import()
-    if device != "cuda":
-        raise Skipped("WarpDrive's numba backend runs on a CUDA GPU only")
     dev = torch.device("cuda")
-    baseline = gpu_memory_in_use(dev)
     t0 = time.perf_counter()
     env = _env(workload, env_kwargs)
-    stats = _memoise_reset(env)
+    host_resets = _memoise_reset(env)
     wrapper = EnvWrapper(env, num_envs=num_envs, env_backend="numba")
-    agents = wrapper.n_agents
     ids = {"tagger": list(env.taggers), "runner": list(env.runners)}
     create_and_push_data_placeholders(wrapper, policy_tag_to_agent_id_map=ids,
                                       create_separate_placeholders_for_each_policy=False,
                                       push_data_batch_placeholders=False)
     wrapper.reset_all_envs()
-    setup_s = time.perf_counter() - t0
     sampled = wrapper.cuda_data_manager.data_on_device_via_torch("sampled_actions")
     high = torch.as_tensor(np.atleast_1d(env.action_space[0].nvec if hasattr(env.action_space[0], "nvec")
                                          else env.action_space[0].n), device=dev)
@@ -124,13 +139,23 @@ def measure(workload: str, num_envs: int, device: str, env_kwargs: dict, *, targ
         sampled.copy_((torch.rand(sampled.shape, device=dev, generator=gen) * high).to(sampled.dtype))
 
     draw()
+    return Stepper(env, wrapper, actions, draw, time.perf_counter() - t0, host_resets)
 
-    def step():
-        if actions == "fresh":
-            draw()
-        wrapper.step_all_envs()
-        wrapper.reset_only_done_envs()  # what WarpDrive's trainer runs after every step
 
+def measure(workload: str, num_envs: int, device: str, env_kwargs: dict, *, target_s: float, repeats: int,
+            actions: str = "fixed", window: int | None = None) -> dict:
+    """WarpDrive's env step as its trainer runs it; ``actions``: ``fixed`` or ``fresh`` (drawn before every step).
+
+    ``window``: steps per timed repeat (an episode length), else calibrated to ``target_s``.
+    """
+    check_action_mode(actions)
+    _import()
+    if device != "cuda":
+        raise Skipped("WarpDrive's numba backend runs on a CUDA GPU only")
+    dev = torch.device("cuda")
+    baseline = gpu_memory_in_use(dev)
+    run = stepper(workload, num_envs, env_kwargs, actions)
+    step, agents, setup_s, stats = run.step, run.wrapper.n_agents, run.setup_s, run.host_resets
     try:
         step()
         torch.cuda.synchronize()

@@ -35,6 +35,10 @@ WORKLOAD_NOTES = {
                       "follows the agents still in the game (see *Where a Tag step's time goes* below), so rows "
                       "with a `window` in their record are timed over whole episode lengths; the others, older, "
                       "over a short window after the first reset, an episode's dearest part.",
+    "tag_gridworld": "Rows with a `window` are timed over whole episodes (100 steps). Our lead over WarpDrive at "
+                     "2000 envs depends on the action mode: with fresh actions our step also pays the draws "
+                     "(`BatchedEnv.sample_actions`: a few torch kernels per group, tens of microseconds a step), "
+                     "which weigh most where the step itself is short; the README states both modes' ratios.",
     "sb3_simple_tag": "SB3 PPO (`n_steps` 64, 4 epochs, 4 minibatches, MLP policy, on the CPU) trained through "
                       "each vector env with the same number of slots (*num_envs* here). *env-steps/s* are SB3 "
                       "timesteps per second of `PPO.learn`, rollouts and updates together. SuperSuit: MPE2's "
@@ -133,6 +137,15 @@ def actions_of(r: dict) -> str:
     return (r.get("config") or {}).get("actions", "fixed")
 
 
+def outputs_of(r: dict) -> str:
+    """Whether the row's steps produced their observations, rewards and dones (``kept``) or only the state.
+
+    JaxMARL's records from before ``outputs`` was recorded returned the state alone, so XLA removed
+    the observation and reward computations: they time less than an env step and are no peer of a row.
+    """
+    return r.get("outputs", "dropped" if r["system"] in ("jaxmarl", "jaxmarl_scan") else "kept")
+
+
 def shipped_world_of(r: dict) -> str | None:
     """The peer's shipped world the row's env starts from (`benchmarks.cases.WORLDS`), if any."""
     return (r.get("config") or {}).get("world")
@@ -143,12 +156,17 @@ def _variant(r: dict) -> str:
     if r["workload"].startswith("train_"):
         return trainer_name(r).removeprefix("gpu_zoo PPO, ")
     parts = [f"{shipped_world_of(r)} world"] if shipped_world_of(r) else []
-    return ", ".join(parts + (["fresh actions"] if actions_of(r) == "fresh" else []))
+    parts += ["fresh actions"] if actions_of(r) == "fresh" else []
+    return ", ".join(parts + (["state only: no observations or rewards"] if outputs_of(r) == "dropped" else []))
 
 
 def same_size_peers(records: list[dict], mine: dict) -> list[dict]:
-    """The other systems' records of ``mine``'s machine, workload, agents, device, num_envs, world and actions."""
-    return [r for r in records if r["system"] != "gpu_zoo" and _machine_of(r) == _machine_of(mine)
+    """The other systems' records of ``mine``'s machine, workload, agents, device, num_envs, world and actions.
+
+    A record whose steps skipped their observations and rewards (`outputs_of`) is no peer.
+    """
+    return [r for r in records if r["system"] != "gpu_zoo" and outputs_of(r) == "kept"
+            and _machine_of(r) == _machine_of(mine)
             and r["workload"] == mine["workload"] and agents_of(r) == agents_of(mine)
             and r["device"] == mine["device"] and r["num_envs"] == mine["num_envs"]
             and shipped_world_of(r) == shipped_world_of(mine) and actions_of(r) == actions_of(mine)]
@@ -355,6 +373,29 @@ def profile_section(results: str | Path) -> list[str]:
     return [*lines, ""]
 
 
+def jaxmarl_outputs_section(results: str | Path) -> list[str]:
+    """JaxMARL's step with its observations, rewards and dones returned against the state alone, same process."""
+    rows = []
+    for path in sorted(Path(results).glob("jaxmarl_outputs*.jsonl")):
+        rows += [(path.name, json.loads(line)) for line in path.read_text().splitlines() if line.strip()]
+    pairs = defaultdict(dict)
+    for f, r in rows:
+        pairs[(f, r["workload"], r["num_envs"], r["mode"])][r["outputs"]] = r
+    lines = ["## JaxMARL's outputs", "",
+             "A jitted call whose result leaves out the observations and rewards lets XLA remove their computation "
+             "as dead code: it times the physics and the resets, not an env step. Our JaxMARL rows return every "
+             "step's observations, rewards and dones (stacked over the scan, as a trainer's rollout keeps them); "
+             "JaxMARL records from before 2026-12-03 returned the state alone and are no peer of any row. "
+             "Same process, one after the other (`benchmarks.peers.jaxmarl.measure(..., outputs=...)`):", "",
+             "| scenario | num_envs | mode | outputs returned | state only | state only / returned | file |",
+             "|" + " --- |" * 7]
+    table = [f"| {workload} | {n} | {mode} | {_fmt(by['kept']['env_steps_per_s'])} | "
+             f"{_fmt(by['dropped']['env_steps_per_s'])} | "
+             f"{by['dropped']['env_steps_per_s'] / by['kept']['env_steps_per_s']:.2f} | `{f}` |"
+             for (f, workload, n, mode), by in sorted(pairs.items()) if {"kept", "dropped"} <= by.keys()]
+    return [*lines, *table, ""] if table else []
+
+
 def write_report(results: str | Path, out: str | Path) -> Path:
     """Writes the page and its plots; returns the page's path."""
     records = load_records(results)
@@ -394,6 +435,7 @@ def write_report(results: str | Path, out: str | Path) -> Path:
                   "or by arithmetic and synchronisation inside the step (k-nearest search, many agents).", "",
                   f"![roofline]({img_dir.name}/roofline.png)", ""]
     lines += profile_section(results)
+    lines += jaxmarl_outputs_section(results)
     lines += ["## Runs", "", *_machines(records), ""]
     plots = {
         "simple_tag": ("num_envs", lambda r: r["num_envs"]),
@@ -521,6 +563,8 @@ def _readme_row(records: list[dict], ok: list[dict], me: dict) -> list[str]:
         if missing:
             return [head + f"{peer} | {best['env_steps_per_s']:.3g} | - (not measured: {', '.join(missing)}) |"]
         return [head + f"{peer} | {best['env_steps_per_s']:.3g} | {ratio:.3g}x |"]
+    if missing:  # no peer measured in this mode, though the fixed-action row has some
+        return [head + f"not measured: {', '.join(missing)} | - | - |"]
     if same:  # every peer refused this size
         return [head + f"{SYSTEM_NAMES.get(same[0]['system'], same[0]['system'])}: cannot run it | - | - |"]
     if reference:

@@ -176,3 +176,23 @@ def test_runtime_params_of_any_value(with_params, data):
             assert all(torch.isfinite(r).all() for r in rew.values()), f"non-finite rewards with {values}"
     finally:
         env.set_params(**{n: getattr(params, n) for n in chosen})
+
+
+def _int_params(env_id: str) -> list[str]:
+    import dataclasses
+    import typing
+
+    cls = gpu_zoo.get_spec(env_id).params
+    hints = typing.get_type_hints(cls)
+    return [f.name for f in dataclasses.fields(cls) if int in (typing.get_args(hints[f.name]) or (hints[f.name],))]
+
+
+@pytest.mark.parametrize("env_id", gpu_zoo.registered_envs())
+def test_every_count_refuses_a_negative_a_bool_and_a_fraction_by_name(env_id):
+    """Counts and sizes become compile-time constants: a wrong one is refused, naming it, before anything compiles."""
+    names = _int_params(env_id)
+    assert names, f"{env_id} has no int params"
+    for name in names:
+        for value in (-1, True, 2.5):
+            with pytest.raises(ValueError, match=name):
+                gpu_zoo.make(env_id, num_envs=1, device="cpu", **{name: value})

@@ -185,10 +185,14 @@ def test_the_16_byte_store_kernel_writes_what_the_row_kernel_writes(envs, tagger
     np.testing.assert_array_equal(flat.reshape(ref.shape), ref)
 
 
-def _record(system, rate, n=131072, workload="simple_spread", status="ok", gpu="NVIDIA H200", **config):
-    return {"system": system, "device": "cpu" if system in ("mpe2", "ai_economist") else "cuda", "num_envs": n,
-            "workload": workload, "status": status, "env_steps_per_s": rate, "agents": 3, "config": config,
-            "machine": {"gpu": gpu, "date": "2026-12-02T00:00:00"}}
+def _record(system, rate, n=131072, workload="simple_spread", status="ok", gpu="NVIDIA H200", outputs="kept",
+            **config):
+    r = {"system": system, "device": "cpu" if system in ("mpe2", "ai_economist") else "cuda", "num_envs": n,
+         "workload": workload, "status": status, "env_steps_per_s": rate, "agents": 3, "config": config,
+         "machine": {"gpu": gpu, "cpu_count": 16, "date": "2026-12-02T00:00:00"}}
+    if system.startswith("jaxmarl") and outputs is not None:
+        r["outputs"] = outputs
+    return r
 
 
 def test_the_readme_table_sets_ours_against_the_fastest_peer_of_the_same_size():
@@ -200,6 +204,32 @@ def test_the_readme_table_sets_ours_against_the_fastest_peer_of_the_same_size():
     rows = [line for line in readme_table(records) if line.startswith("| simple_spread")]
     assert rows == ["| simple_spread | 131,072 x 3 | defaults | full | fixed random | 2e+09 | JaxMARL in lax.scan "
                     "(100 steps a call) | 1e+09 | 2x |"]
+
+
+def test_a_peer_step_that_skipped_its_observations_is_no_peer():
+    from benchmarks.report import headline, readme_table
+
+    records = [_record("gpu_zoo", 2e9), _record("jaxmarl", 5e8),
+               _record("jaxmarl_scan", 9e9, outputs="dropped"),  # XLA removed its observations and rewards
+               _record("jaxmarl_scan", 8e9, outputs=None)]  # recorded before `outputs` was: the state alone
+    rows = [line for line in readme_table(records) if line.startswith("| simple_spread")]
+    assert rows == ["| simple_spread | 131,072 x 3 | defaults | full | fixed random | 2e+09 | JaxMARL jit(vmap) per "
+                    "step | 5e+08 | 4x |"]
+    assert [line.split("|")[-2].strip() for line in headline(records, "cuda")[2:]] == ["**4x**"]
+
+
+def test_a_fresh_row_names_the_peers_of_its_fixed_twin_it_lacks():
+    from benchmarks.report import readme_table
+
+    records = [_record("gpu_zoo", 2e9), _record("jaxmarl_scan", 1e9), _record("vmas", 2e7),
+               _record("gpu_zoo", 1e9, actions="fresh"), _record("mpe2", 3e3, n=1)]
+    fresh = [line for line in readme_table(records) if line.startswith("| simple_spread") and "fresh random" in line]
+    assert fresh == ["| simple_spread | 131,072 x 3 | defaults | full | fresh random each step | 1e+09 | not measured: "
+                     "JaxMARL in lax.scan, VMAS | - | - |"]
+    records.append(_record("vmas", 1e7, actions="fresh"))
+    fresh = [line for line in readme_table(records) if line.startswith("| simple_spread") and "fresh random" in line]
+    assert fresh == ["| simple_spread | 131,072 x 3 | defaults | full | fresh random each step | 1e+09 | VMAS | 1e+07 "
+                     "| - (not measured: JaxMARL in lax.scan) |"]
 
 
 def test_a_row_is_set_only_against_peers_of_its_own_world_and_action_mode():
@@ -280,6 +310,19 @@ def test_the_tag_profile_is_rendered_from_its_records(tmp_path):
     assert rows == ["| WarpDrive 2.7.1 (numba) | tag_continuous.yaml | fresh | 2000 x 640 | 4.49e+03 | 4.42e+03 | "
                     "5.06e+03 | 0.075 | 0.13 | `profile_tag_x.jsonl` |"]
     assert not any("defaults" in ln for ln in lines if ln.startswith("|"))  # a failed run is not a row
+
+
+def test_jaxmarl_with_and_without_its_outputs_is_rendered_in_pairs(tmp_path):
+    from benchmarks.report import jaxmarl_outputs_section
+
+    assert jaxmarl_outputs_section(tmp_path) == []
+    rows = [{"workload": "simple_reference", "num_envs": 131072, "mode": "scan", "outputs": o, "env_steps_per_s": v}
+            for o, v in (("kept", 1e9), ("dropped", 2e9))]
+    rows.append({**rows[0], "mode": "step"})  # no state-only twin: no row
+    (tmp_path / "jaxmarl_outputs_x.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    lines = jaxmarl_outputs_section(tmp_path)
+    assert [ln for ln in lines if ln.startswith("| simple")] == [
+        "| simple_reference | 131072 | scan | 1.00e+09 | 2.00e+09 | 2.00 | `jaxmarl_outputs_x.jsonl` |"]
 
 
 def test_benchmarl_return_curves_are_read_from_its_scalars(tmp_path):

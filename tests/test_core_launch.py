@@ -4,7 +4,7 @@ import pytest
 import torch
 
 import gpu_zoo
-from gpu_zoo.core.compile import FILL_THREADS, launch_shape
+from gpu_zoo.core.launch_shape import FILL_THREADS, launch_shape
 from tests.helpers import GRID_SMALL
 
 
@@ -95,7 +95,7 @@ def test_a_split_step_is_three_kernels_with_the_observations_alone_in_the_second
 
 
 def test_wide_blocks_get_a_register_cap_unless_the_shape_is_chosen():
-    from gpu_zoo.core.compile import WIDE_BLOCK_REGISTERS
+    from gpu_zoo.core.launch_shape import WIDE_BLOCK_REGISTERS
 
     assert launch_shape(1000, num_envs=2000).max_registers == WIDE_BLOCK_REGISTERS
     assert launch_shape(1000, num_envs=2000, max_registers=96).max_registers == 96
@@ -129,7 +129,7 @@ def test_a_scratch_name_must_be_a_field_of_shape_n(name):
 @pytest.mark.parametrize("given, expected", [({}, (512, None)), ({"threads_per_env": 64}, (64, None)),
                                              ({"max_registers": 96}, (256, 96))])
 def test_an_envs_preferred_launch_applies_unless_the_caller_chooses(given, expected):
-    from gpu_zoo.core.compile import layout_launch_shape
+    from gpu_zoo.core.launch_shape import layout_launch_shape
     from gpu_zoo.core.layout import Layout
 
     spec = gpu_zoo.get_spec("tag_continuous_v0")
@@ -143,7 +143,7 @@ def test_an_envs_preferred_launch_applies_unless_the_caller_chooses(given, expec
 def test_an_env_can_choose_the_split_step_and_a_caller_can_overrule_it():
     import dataclasses
 
-    from gpu_zoo.core.compile import layout_launch_shape
+    from gpu_zoo.core.launch_shape import layout_launch_shape
     from gpu_zoo.core.layout import Layout
 
     spec = gpu_zoo.get_spec("tag_gridworld_v0")
@@ -207,7 +207,7 @@ def test_a_param_or_constant_named_like_a_derived_one_is_refused(name):
 
 
 def test_an_envs_preferred_launch_may_depend_on_the_number_of_envs_and_the_simulator_caps_it():
-    from gpu_zoo.core.compile import layout_launch_shape
+    from gpu_zoo.core.launch_shape import layout_launch_shape
     from gpu_zoo.core.layout import Layout
 
     spec = gpu_zoo.get_spec("simple_world_comm_v3")

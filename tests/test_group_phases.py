@@ -8,8 +8,8 @@ import torch
 import gpu_zoo
 from gpu_zoo.core import PerAgent
 from gpu_zoo.core.batched import BatchedEnv
-from gpu_zoo.core.compile import _stages
 from gpu_zoo.core.layout import Layout
+from gpu_zoo.core.plan import stages
 from tests import group_phases_env as gp
 
 
@@ -37,8 +37,8 @@ def test_each_role_moves_by_its_own_action(target, num_envs, cuda_device):
 
 
 def test_phases_bound_to_different_groups_share_a_stage():
-    kinds = [kind for kind, _, _ in _stages(Layout(gp.SPEC, gp.SPEC.make_params()))[0].items]
-    grouped = [fn for kind, fn, _ in _stages(Layout(gp.SPEC, gp.SPEC.make_params()))[0].items if kind == "grouped"]
+    kinds = [kind for kind, _, _ in stages(Layout(gp.SPEC, gp.SPEC.make_params()))[0].items]
+    grouped = [fn for kind, fn, _ in stages(Layout(gp.SPEC, gp.SPEC.make_params()))[0].items if kind == "grouped"]
     assert kinds.count("grouped") == 1 and [g for *_, g in grouped[0]] == ["chaser", "runner"]
 
 

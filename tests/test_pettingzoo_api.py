@@ -1,15 +1,16 @@
-"""PettingZoo's own conformance tests on every registered environment."""
+"""PettingZoo's own conformance tests, through gpu_zoo's conformance kit, on every registered environment."""
 
 import os
 from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from pettingzoo.test import api_test, max_cycles_test, parallel_api_test, parallel_seed_test, render_test, seed_test
+from pettingzoo.test import render_test
 
 import gpu_zoo
 from gpu_zoo.core.pettingzoo import entry_points
 from gpu_zoo.tag import tag_continuous_v0
+from gpu_zoo.testing import check_env
 from tests.helpers import PZ_CONFIGS, TAG_SMALL, reference
 
 
@@ -23,19 +24,17 @@ def versioned_module(env_id: str) -> SimpleNamespace:
 MODULES = {name: (versioned_module(name), PZ_CONFIGS[name]) for name in gpu_zoo.registered_envs()}
 
 
-CHECKS = {
-    "parallel_api": lambda mod, kw: parallel_api_test(mod.parallel_env(**kw), num_cycles=50),
-    "parallel_seed": lambda mod, kw: parallel_seed_test(lambda: mod.parallel_env(**kw), num_cycles=20),
-    "aec_api": lambda mod, kw: api_test(mod.env(**kw), num_cycles=30),
-    "aec_seed": lambda mod, kw: seed_test(lambda: mod.env(**kw), num_cycles=10),
-    "max_cycles": lambda mod, kw: max_cycles_test(mod),
-}
-
-
-@pytest.mark.parametrize("check", sorted(CHECKS))
 @pytest.mark.parametrize("name", sorted(MODULES))
-def test_pettingzoo_conformance(name, check):
-    CHECKS[check](*MODULES[name])
+def test_every_registered_env_passes_the_conformance_kit(name):
+    """`gpu_zoo.testing.check_env`, the kit users run on their own envs, on every registered one.
+
+    It runs PettingZoo's parallel and AEC API and seed tests, max_cycles, the batched contract,
+    seed replay, auto-resets, bad actions and render. Its CUDA half runs in registry-wide suites of
+    its own (`tests/test_parity.py`, `tests/test_cuda_compile.py`) on the same configurations.
+    """
+    outcome = check_env(name, cuda=False, **MODULES[name][1])
+    assert set(outcome) == {"pettingzoo", "spaces and buffers", "seeds replay", "auto-reset", "bad actions", "render"}
+    assert set(outcome.values()) == {"ok"}, outcome
 
 
 @pytest.mark.parametrize("name", sorted(MODULES))

@@ -11,6 +11,8 @@ import inspect
 from dataclasses import dataclass, field
 from functools import cache
 
+from gpu_zoo.core.params import check_count
+
 
 @dataclass(frozen=True)
 class Args:
@@ -120,9 +122,7 @@ class Args:
     def __post_init__(self):
         for name in ("num_envs", "num_steps", "total_env_steps", "num_minibatches", "update_epochs", "hidden",
                      "checkpoint_every", "log_every"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be a positive int, got {value!r}")
+            check_count(name, getattr(self, name))
         if self.vf_clip is not None and (isinstance(self.vf_clip, bool) or not isinstance(self.vf_clip, int | float)
                                          or self.vf_clip < 0):
             raise ValueError(f"vf_clip must be None or a number >= 0, got {self.vf_clip!r}")

@@ -9,6 +9,7 @@ from benchmarks.skip import Skipped
 from benchmarks.timing import time_steps
 
 SCAN_LENGTH = 100  # steps per scanned call
+SCAN_OUTPUT_BYTES = 16 << 30  # a scanned call's stacked outputs stay under this: fewer steps a call where needed
 SCENARIOS = {w: f"MPE_{v}" for w, v in {**MPE_FAMILY, "simple_tag": "simple_tag_v3",
                                          "simple_spread": "simple_spread_v3"}.items()}
 
@@ -29,14 +30,25 @@ def _import(device: str):
     return jax, jaxmarl
 
 
+OUTPUTS = ("kept", "dropped")
+
+
 def measure(num_envs: int, device: str, mode: str, *, target_s: float, repeats: int,
-            workload: str = "simple_tag", actions: str = "fixed") -> dict:
+            workload: str = "simple_tag", actions: str = "fixed", outputs: str = "kept") -> dict:
     """``mode``: ``"step"`` (one jitted call per step) or ``"scan"`` (``SCAN_LENGTH`` steps per call).
 
     ``actions``: ``fixed`` (one random action per agent, drawn once, a constant of the graph) or
     ``fresh`` (drawn inside the jitted graph before every step from a key carried along).
+
+    ``outputs``: ``kept`` returns every step's observations, rewards and dones from the jitted call
+    (stacked over the scan, as a trainer's rollout keeps them), so the clock sees what an env step
+    is for. ``dropped`` returns the state alone: XLA then removes the observation and reward
+    computations as dead code, which times the physics and the resets only. The benchmark suite
+    measures ``kept``; ``dropped`` is there to show the difference.
     """
     check_action_mode(actions)
+    if outputs not in OUTPUTS:
+        raise ValueError(f"outputs must be one of {OUTPUTS}, got {outputs!r}")
     jax, jaxmarl = _import(device)
     import jax.numpy as jnp
 
@@ -61,22 +73,25 @@ def measure(num_envs: int, device: str, mode: str, *, target_s: float, repeats: 
             acts = draw(sub)
         else:
             acts = fixed
-        _, state, _, _, _ = jax.vmap(env.step)(keys, state, acts)  # auto-resets finished envs
-        return (keys, state, rng), None
+        obs, state, rewards, dones, _ = jax.vmap(env.step)(keys, state, acts)  # auto-resets finished envs
+        return (keys, state, rng), ((obs, rewards, dones) if outputs == "kept" else None)
 
-    carry = [(keys, state, jax.random.PRNGKey(2))]
+    carry, kept = [(keys, state, jax.random.PRNGKey(2))], [None]
     if mode == "step":
         fn, per_call = jax.jit(one), 1
     elif mode == "scan":
-        fn, per_call = jax.jit(lambda c: jax.lax.scan(one, c, None, length=SCAN_LENGTH)), SCAN_LENGTH
+        step_bytes = sum(x.size * x.dtype.itemsize for x in jax.tree_util.tree_leaves(jax.eval_shape(one, carry[0])[1]))
+        per_call = max(1, min(SCAN_LENGTH, SCAN_OUTPUT_BYTES // max(step_bytes, 1)))
+        fn = jax.jit(lambda c: jax.lax.scan(one, c, None, length=per_call))
     else:
         raise ValueError(f"mode must be 'step' or 'scan', got {mode!r}")
 
     def call():
-        carry[0] = fn(carry[0])[0]
+        kept[0] = None  # the last call's outputs are let go first, as a trainer's next rollout would
+        carry[0], kept[0] = fn(carry[0])
 
     def wait():
-        jax.block_until_ready(carry[0])
+        jax.block_until_ready((carry[0], kept[0]))
 
     timing = time_steps(call, "cpu", target_s=target_s, repeats=repeats, warmup=3, sync_fn=wait)
     rate = timing.summary(num_envs * per_call)
@@ -84,7 +99,10 @@ def measure(num_envs: int, device: str, mode: str, *, target_s: float, repeats: 
     return {"env_steps_per_s": rate["median"], "spread": rate["spread"], "samples": rate["samples"],
             "agent_steps_per_s": rate["median"] * agents, "agents": agents, "steps_per_repeat": timing.steps * per_call,
             "jax_device": str(jax.devices()[0]), "jaxmarl_env": SCENARIOS[workload], "steps_per_call": per_call,
-            "actions": actions,
+            "actions": actions, "outputs": outputs,
             "notes": f"jit(vmap(env.step)), {per_call} step(s) per call, discrete actions "
                      + ("drawn in the graph before every step" if actions == "fresh" else "fixed random (drawn once)")
+                     + ("; observations, rewards and dones returned" + (" (stacked over the scan)" if per_call > 1
+                                                                        else "")
+                        if outputs == "kept" else "; state only returned (XLA drops observations and rewards)")
                      + "; clock after block_until_ready"}

@@ -19,7 +19,7 @@ from .buffers import Buffers
 from .graphs import capture
 from .launch import Launcher, check_cuda_device, default_device, simulator_enabled
 from .layout import LIVE_INT_PARAMS, Layout
-from .params import checked
+from .params import check_count, checked
 from .spec import EnvSpec
 
 _INT_DTYPES = (torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8)
@@ -63,13 +63,13 @@ class BatchedEnv:
         block: CUDA threads per block (several envs share one when they need fewer threads).
         threads_per_env: CUDA threads per env, a power of two up to 1024. The default is one per agent
             (at most 256), and more while ``num_envs`` is too small to fill the GPU and the
-            observations are large: see `gpu_zoo.core.compile.launch_shape`.
+            observations are large: see `gpu_zoo.core.launch_shape.launch_shape`.
         max_registers: cap on the CUDA kernel's registers per thread (default: 80 for blocks of
             256 threads, else the compiler's choice); a lower cap lets more blocks run at once on
             each multiprocessor, at the cost of spills.
         split_observe: on CUDA, a step as three kernels (the env's phases, the observations, the
             finished envs) instead of one: the observations then run without the per-agent
-            phases' barriers (`gpu_zoo.core.compile.launch_shape`). Same values either way.
+            phases' barriers (`gpu_zoo.core.launch_shape.launch_shape`). Same values either way.
             Default: the env's choice (`EnvSpec.launch`), else one kernel.
         **params: the environment's constructor arguments.
     """
@@ -78,8 +78,7 @@ class BatchedEnv:
                  validate: bool = True, target: str | None = None, block: int = 128, cuda_graph: bool = True,
                  threads_per_env: int | None = None, max_registers: int | None = None,
                  split_observe: bool | None = None, **params):
-        if isinstance(num_envs, bool) or not isinstance(num_envs, int) or num_envs < 1:
-            raise ValueError(f"num_envs must be a positive int, got {num_envs!r}")
+        check_count("num_envs", num_envs)
         for name, flag in (("autoreset", autoreset), ("validate", validate), ("cuda_graph", cuda_graph)):
             if not isinstance(flag, bool | np.bool_):
                 raise TypeError(f"{name} must be a bool, got {flag!r}")

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from .compile import check_launch_options, generate_source, layout_launch_shape
+from .compile import generate_source
+from .launch_shape import check_launch_options, layout_launch_shape
 from .layout import Layout
+from .params import check_count
 
 TARGETS = ("cpu", "cuda", "cudasim")
 
@@ -28,8 +30,7 @@ def kernel_source(env_id: str, target: str = "cuda", num_envs: int = 1024, *, bl
 
     if target not in TARGETS:
         raise ValueError(f"target must be one of {TARGETS}, got {target!r}")
-    if isinstance(num_envs, bool) or not isinstance(num_envs, int) or num_envs < 1:
-        raise ValueError(f"num_envs must be a positive int, got {num_envs!r}")
+    check_count("num_envs", num_envs)
     check_launch_options(threads_per_env, max_registers, split_observe)
     spec = get_spec(env_id)
     layout = Layout(spec, spec.make_params(**params))

@@ -10,7 +10,8 @@ import torch
 
 from . import compat
 from .buffers import Buffers
-from .compile import LaunchShape, check_launch_options, layout_launch_shape, load_kernels
+from .compile import load_kernels
+from .launch_shape import LaunchShape, check_launch_options, layout_launch_shape
 from .layout import Layout
 
 _loaded: dict[tuple, object] = {}

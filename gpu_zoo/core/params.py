@@ -19,6 +19,19 @@ _NAMES = {bool: "a bool", int: "an int", float: f"a finite number within float32
           str: "a string", type(None): "None"}
 
 
+def check_count(name: str, value, least: int = 1, none_ok: bool = False) -> None:
+    """Refuses ``value`` unless it is an int (a Python one, not a bool) of at least ``least``, or None if ``none_ok``.
+
+    Counts and sizes become compile-time constants, so they are checked strictly: ``3.0`` or
+    ``True`` for a count is refused here, by name, rather than turned into another kernel.
+    """
+    if none_ok and value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int) or value < least:
+        wanted = {1: "a positive int", 0: "a non-negative int"}.get(least, f"an int >= {least}")
+        raise ValueError(f"{name} must be {wanted}{' or None' if none_ok else ''}, got {value!r}")
+
+
 def _accepts(kind, value):
     """``(True, value as stored)`` when ``value`` is of ``kind``; ``(False, None)`` when not."""
     if kind is type(None):

@@ -15,7 +15,7 @@ from typing import Any
 
 import gymnasium
 
-from .params import checked
+from .params import check_count, checked
 
 DTYPES = ("f64", "f32", "i32", "u8")
 
@@ -144,8 +144,7 @@ class PerItem:
     scratch: tuple = ()
 
     def __post_init__(self):
-        if isinstance(self.count, bool) or not isinstance(self.count, int) or self.count < 0:
-            raise ValueError(f"PerItem count must be a non-negative int, got {self.count!r}")
+        check_count("PerItem count", self.count, 0)
         object.__setattr__(self, "scratch", _check_scratch(self.scratch))
 
 
@@ -202,7 +201,7 @@ class EnvSpec:
         launch: ``launch(params, num_envs) -> dict`` of ``threads_per_env`` and ``max_registers``
             for the GPU when the caller gives neither, and ``split_observe`` when the caller does
             not give it: a configuration whose kernel is measured to run faster than under
-            `gpu_zoo.core.compile.launch_shape`'s general choice, at that many envs. Optional.
+            `gpu_zoo.core.launch_shape.launch_shape`'s general choice, at that many envs. Optional.
     """
 
     id: str

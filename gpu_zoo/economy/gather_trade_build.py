@@ -183,6 +183,7 @@ import gymnasium
 import numpy as np
 
 from gpu_zoo.core import EnvSpec, Field, Group, ObsBlock, PerAgent, PerEnv, PerItem, PerObs, kernel_fn
+from gpu_zoo.core.params import check_count
 from gpu_zoo.core.rng import randint, uniform
 
 from .layouts import LAYOUTS, TILE_EMPTY, TILE_STONE, TILE_WATER, TILE_WOOD, tile_codes
@@ -289,13 +290,10 @@ class EconomyParams:
     def __post_init__(self):
         for name in ("num_workers", "height", "width", "max_cycles", "max_bid_ask", "max_num_orders",
                      "order_duration", "tax_period", "usd_scaling", "saez_buffer_size"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise ValueError(f"{name} must be a positive int, got {v!r}")
+            check_count(name, getattr(self, name))
         if not 2 <= self.num_workers <= _MAX_WORKERS:
             raise ValueError(f"num_workers must be in [2, {_MAX_WORKERS}], got {self.num_workers}")
-        if isinstance(self.obs_range, bool) or not isinstance(self.obs_range, int) or self.obs_range < 0:
-            raise ValueError(f"obs_range must be a non-negative int, got {self.obs_range!r}")
+        check_count("obs_range", self.obs_range, 0)
         if self.layout != "random":
             if self.layout not in LAYOUTS:
                 raise ValueError(f"layout must be 'random' or one of {sorted(LAYOUTS)}, got {self.layout!r}")

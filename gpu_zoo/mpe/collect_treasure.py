@@ -47,6 +47,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from gpu_zoo.core import EnvSpec, Field, Group, ObsBlock, PerAgent, PerEnv, PerObs, kernel_fn
+from gpu_zoo.core.params import check_count
 from gpu_zoo.core.rng import randint
 from gpu_zoo.mpe import particles
 from gpu_zoo.mpe.particles import (
@@ -87,9 +88,7 @@ class CollectTreasureParams:
     def __post_init__(self):
         check_common(self)
         for name in ("num_collectors", "num_deposits", "num_treasures"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise ValueError(f"{name} must be an int >= 1, got {v!r}")
+            check_count(name, getattr(self, name))
         if self.num_deposits > len(TYPE_COLORS):
             raise ValueError(f"num_deposits must be at most {len(TYPE_COLORS)} (MPE2's palette), "
                              f"got {self.num_deposits}")

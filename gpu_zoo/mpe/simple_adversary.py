@@ -42,6 +42,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from gpu_zoo.core import EnvSpec, Field, Group, ObsBlock, PerAgent, PerEnv, PerObs, kernel_fn
+from gpu_zoo.core.params import check_count
 from gpu_zoo.mpe import particles
 from gpu_zoo.mpe.particles import (
     continuous_force,
@@ -74,8 +75,7 @@ class SimpleAdversaryParams:
 
     def __post_init__(self):
         check_common(self)
-        if isinstance(self.N, bool) or not isinstance(self.N, int) or self.N < 1:
-            raise ValueError(f"N must be an int >= 1, got {self.N!r}")
+        check_count("N", self.N)
         check_neighbors(self)
 
 

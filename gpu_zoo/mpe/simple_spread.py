@@ -41,6 +41,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from gpu_zoo.core import EnvSpec, Field, Group, ObsBlock, PerAgent, PerEnv, PerObs, kernel_fn
+from gpu_zoo.core.params import check_count
 from gpu_zoo.mpe import particles
 from gpu_zoo.mpe.particles import (
     DIM_C,
@@ -80,8 +81,7 @@ class SimpleSpreadParams:
 
     def __post_init__(self):
         check_common(self)
-        if isinstance(self.N, bool) or not isinstance(self.N, int) or self.N < 1:
-            raise ValueError(f"N must be an int >= 1, got {self.N!r}")
+        check_count("N", self.N)
         if not 0.0 <= self.local_ratio <= 1.0:
             raise ValueError(f"local_ratio is a proportion: it must be in [0, 1], got {self.local_ratio!r}")
         check_neighbors(self)

@@ -48,6 +48,7 @@ import gymnasium
 import numpy as np
 
 from gpu_zoo.core import EnvSpec, Field, Group, ObsBlock, PerAgent, PerEnv, PerObs, kernel_fn
+from gpu_zoo.core.params import check_count
 from gpu_zoo.mpe import particles
 from gpu_zoo.mpe.particles import (
     add_contact_forces,
@@ -87,9 +88,7 @@ class SimpleWorldCommParams:
         check_common(self)
         for name, low in (("num_good", 1), ("num_adversaries", 1), ("num_obstacles", 0), ("num_food", 1),
                           ("num_forests", 0)):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int) or v < low:
-                raise ValueError(f"{name} must be an int >= {low}, got {v!r}")
+            check_count(name, getattr(self, name), low)
 
 
 def _landmarks(p: SimpleWorldCommParams) -> int:

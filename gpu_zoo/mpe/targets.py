@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from gpu_zoo.core import Field, Group, ObsBlock, PerAgent, PerEnv, PerItem, kernel_fn
+from gpu_zoo.core.params import check_count
 from gpu_zoo.mpe import particles
 from gpu_zoo.mpe.particles import (
     add_contact_forces,
@@ -47,8 +48,7 @@ class ShapeParams:
 
     def __post_init__(self):
         check_common(self)
-        if isinstance(self.N, bool) or not isinstance(self.N, int) or self.N < 1:
-            raise ValueError(f"N must be an int >= 1, got {self.N!r}")
+        check_count("N", self.N)
 
 
 def groups(p: ShapeParams, num_landmarks: int) -> tuple[Group, ...]:

@@ -79,6 +79,7 @@ import numpy as np
 from gpu_zoo.core import EnvSpec, Field, Group, ObsBlock, PerAgent, PerEnv, PerItem, PerObs, kernel_fn
 from gpu_zoo.core.episode import observing
 from gpu_zoo.core.floats import mul_rn
+from gpu_zoo.core.params import check_count
 from gpu_zoo.core.rng import randint, uniform
 
 _TWO_PI = np.float32(2.0 * math.pi)
@@ -132,9 +133,7 @@ class TagParams:
             object.__setattr__(self, "num_other_agents_observed", 2)
         counts = ("num_taggers", "num_runners", "max_cycles", "num_acceleration_levels", "num_turn_levels")
         for name in counts + (() if self.use_full_observation else ("num_other_agents_observed",)):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise ValueError(f"{name} must be a positive int, got {v!r}")
+            check_count(name, getattr(self, name))
         for name in ("grid_length", "max_speed"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"{name} must be > 0, got {getattr(self, name)!r}")

@@ -52,6 +52,7 @@ import numpy as np
 
 from gpu_zoo.core import EnvSpec, Field, Group, ObsBlock, PerAgent, PerEnv, PerObs, kernel_fn
 from gpu_zoo.core.episode import observing
+from gpu_zoo.core.params import check_count
 from gpu_zoo.core.rng import randint
 
 _ZERO = np.float32(0.0)
@@ -75,9 +76,7 @@ class GridTagParams:
 
     def __post_init__(self):
         for name in ("num_taggers", "num_runners", "grid_length", "max_cycles"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise ValueError(f"{name} must be a positive int, got {v!r}")
+            check_count(name, getattr(self, name))
 
 
 def groups(p: GridTagParams) -> tuple[Group, ...]:

@@ -47,6 +47,7 @@ import gymnasium
 import numpy as np
 
 from gpu_zoo.core import EnvSpec, Field, Group, ObsBlock, PerAgent, PerEnv, PerObs, kernel_fn
+from gpu_zoo.core.params import check_count
 from gpu_zoo.core.rng import uniform
 from gpu_zoo.mpe.particles import _log1p_exp, nearest, relative
 from gpu_zoo.mpe.scenario import check_common, check_neighbors
@@ -80,9 +81,7 @@ class SimpleTagParams:
 
     def __post_init__(self):
         for name, least in (("num_good", 1), ("num_adversaries", 1), ("num_obstacles", 0), ("max_cycles", 1)):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int) or v < least:
-                raise ValueError(f"{name} must be an int >= {least}, got {v!r}")
+            check_count(name, getattr(self, name), least)
         check_neighbors(self)
         check_common(self)
         if self.curriculum:

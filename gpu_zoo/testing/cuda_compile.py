@@ -91,7 +91,8 @@ def _kernels(env_id: str, num_envs: int, params: dict, threads_per_env: int | No
     """(the generated CUDA module, its kernels' signature, the launch shape) of a configuration."""
     import numba
 
-    from gpu_zoo.core.compile import layout_launch_shape, load_kernels
+    from gpu_zoo.core.compile import load_kernels
+    from gpu_zoo.core.launch_shape import layout_launch_shape
     from gpu_zoo.core.layout import Layout
     from gpu_zoo.registry import get_spec
 

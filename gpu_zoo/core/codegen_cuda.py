@@ -1,0 +1,155 @@
+"""The CUDA kernels' source: threads are agents (or observation elements), barriers between stages."""
+
+from __future__ import annotations
+
+from .launch_shape import LaunchShape
+from .layout import Layout
+from .plan import Stages, block_runs, bound_groups, field_args, state_tuple
+
+# Masking an index with this tells the compiler it is not negative, so the array accesses built
+# from it skip Numba's wraparound for negative indices (a compare and a select per access). Loop
+# counters lose that knowledge: Numba's integer adds carry no no-overflow flag.
+NONNEG = "0x7FFFFFFF"
+
+# Observation rows at least this long get a warp (or the env's lanes, if fewer) each.
+ROW_MIN = 32
+
+
+def _cuda_elem_loop(gi, tpe: int, target: str, value: str, observed: bool, by_block: bool = False) -> list[str]:
+    """Lines looping one lane over its elements of a group's (agents, obs) block.
+
+    Long rows (``ROW_MIN`` elements or more) go a row to a warp: the lanes of a warp step through
+    one agent's row, so what holds for the whole row (``observing``) is read once, and the index
+    arithmetic per element is one add. Rows are dealt to warps by agent index over all groups,
+    so a small group does not start on the warp a large one ended on.
+
+    Short rows go flat: consecutive lanes take consecutive elements of the block, the (agent,
+    element) pair advancing by a compile-time step with one carry instead of being divided out of
+    a flat index (64-bit integer division costs more than most elements).
+
+    ``by_block`` values go by `_cuda_run_loops`.
+    """
+    if by_block:
+        return _cuda_run_loops(gi, tpe, target, value, observed)
+    D, n, lo = gi.group.obs_size, gi.count, gi.lo
+    store = f"s.{target}_{gi.name}[e, ai, i]"
+    zero = "np.float32(0.0)"
+    if D >= ROW_MIN:
+        W = min(32, tpe)
+        R = tpe // W
+        out = [f"        al = {lo} + ((lane // {W} + {R - lo % R}) & {R - 1})", f"        while al < {lo + n}:",
+               f"            a = al & {NONNEG}", f"            ai = a - {lo}"]
+        ind = "                " if observed else "            "
+
+        def whole_row(val):
+            return [f"{ind}il = lane & {W - 1}", f"{ind}while il < {D}:", f"{ind}    i = il & {NONNEG}",
+                    f"{ind}    {store} = {val}", f"{ind}    il += {W}"]
+
+        row = whole_row(value)
+        out += ["            if _observing(s, e, a):", *row, "            else:", *whole_row(zero)] if observed else row
+        return out + [f"            al += {R}"]
+    val = f"{value} if _observing(s, e, a) else {zero}" if observed else value
+    return _flat_pairs(n, D, tpe, "il", [f"            a = (ai + {lo}) & {NONNEG}", f"            i = il & {NONNEG}",
+                                          f"            {store} = {val}"])
+
+
+def _flat_pairs(n: int, size: int, tpe: int, inner: str, body: list[str]) -> list[str]:
+    """A loop dealing the env's lanes the (agent ``ai`` < n, ``inner`` < size) pairs in order, body per pair.
+
+    Consecutive lanes take consecutive pairs; a lane's pair advances by a compile-time step with
+    one carry instead of being divided out of a flat index.
+    """
+    da, di = divmod(tpe, size)
+    return [f"        ai = lane // {size}", f"        {inner} = lane - ai * {size}", f"        while ai < {n}:",
+            *body, f"            ai += {da}", f"            {inner} += {di}", f"            if {inner} >= {size}:",
+            f"                {inner} -= {size}", "                ai += 1"]
+
+
+def _cuda_run_loops(gi, tpe: int, target: str, value: str, observed: bool) -> list[str]:
+    """By-block values: per run of equal-size blocks (`block_runs`), a loop over (agent, offset) pairs.
+
+    A lane computes offset ``j`` of every block in the run for one agent, all before it stores
+    any: loads shared between the blocks (the observer's own state, what sits in slot ``j``) are
+    then read once, where a store in between would make the compiler read them again, since it
+    cannot tell the observation from the state it is computed from. The pairs run flat over the
+    group, so rows whose length is not a multiple of the warp leave no lanes idle, and the store
+    indices are unsigned (non-negative by construction: no wraparound for negative indices).
+    """
+    n, lo = gi.count, gi.lo
+    out = []
+    for run in block_runs(gi):
+        values = [(f"v{b}", value.format(b=b)) for b, _, _ in run]
+        ind = "            "
+        if observed:
+            compute = [f"{ind}if _observing(s, e, a):", *(f"{ind}    {v} = {x}" for v, x in values),
+                       f"{ind}else:", *(f"{ind}    {v} = np.float32(0.0)" for v, _ in values)]
+        else:
+            compute = [f"{ind}{v} = {x}" for v, x in values]
+        stores = [f"{ind}s.{target}_{gi.name}[e, np.uint64(ai), np.uint64({off} + jl)] = v{b}" for b, off, _ in run]
+        head = [f"{ind}a = (ai + {lo}) & {NONNEG}", f"{ind}j = jl & {NONNEG}"]
+        out += _flat_pairs(n, run[0][2], tpe, "jl", head + compute + stores)
+    return out
+
+
+def _scratch_arrays(names) -> str:
+    """Extra arguments of a phase with scratch: the thread's own arrays (`_scratch_decls`)."""
+    return "".join(f", _scratch_{n}" for n in names)
+
+
+def _scratch_decls(layout: Layout) -> list[str]:
+    """A thread's own local array per scratch field (one a kernel does not use costs nothing)."""
+    np_types = {"f64": "np.float64", "f32": "np.float32", "i32": "np.int32", "u8": "np.uint8"}
+    fields = layout.fields
+    return [f"    _scratch_{n} = cuda.local.array({max(1, fields[n].shape[0])}, {np_types[fields[n].dtype]})"
+            for n in layout.scratch_fields]
+
+
+def cuda_body(name: str, stages: Stages, layout: Layout, shape: LaunchShape, sim: bool) -> str:
+    A = layout.num_agents
+    tpe, epb = shape.threads_per_env, shape.envs_per_block
+    cap = f", max_registers={shape.max_registers}" if shape.max_registers else ""
+    # Masks tell the compiler that env and lane are not negative (`NONNEG`).
+    out = ["@cuda.jit" if sim else f"@cuda.jit(cache=True{cap})", f"def {name}({field_args(layout)}):",
+           f"    s = {state_tuple(layout)}",
+           "    n_env = s.t.shape[0]", "    tid = cuda.threadIdx.x & 1023",
+           f"    e = (cuda.blockIdx.x & {NONNEG}) * {epb} + tid // {tpe}", f"    lane = tid & {tpe - 1}",
+           "    ok = e < n_env", "    p = _params(s, min(e, n_env - 1))", *_scratch_decls(layout)]
+    if stages.step:  # read once at the start: the step that finishes an env sets the flag
+        out += ["    idle = ok and s.finished[e] != 0", "    ok = ok and not idle"]
+    for kind, fn, guard in stages.items:
+        cond = {"": "ok", "done": "ok and s.done[e]", "restart": "ok and s.done[e] and s.autoreset[e]",
+                "idle": "idle"}[guard]
+        if kind == "agent":
+            out += [f"    if {cond}:", "        al = lane", f"        while al < {A}:",
+                    f"            {fn[0]}(s, p, e, al & {NONNEG}{_scratch_arrays(fn[1])})",
+                    f"            al += {tpe}"]
+        elif kind == "grouped":
+            bound = bound_groups(layout, fn)
+            if len(bound) == 1:  # the group's agents dealt to the env's lanes from lane 0
+                alias, scratch, g, lo, hi = bound[0]
+                out += [f"    if {cond}:", "        al = lane", f"        while al < {hi - lo}:",
+                        f"            {alias}(s, p, e, (al + {lo}) & {NONNEG}, s.act_{g}[e, al & {NONNEG}]"
+                        f"{_scratch_arrays(scratch)})", f"            al += {tpe}"]
+            else:  # the roles' agents dealt together, each to its own phase
+                first, end = min(b[3] for b in bound), max(b[4] for b in bound)
+                out += [f"    if {cond}:", f"        al = lane + {first}", f"        while al < {end}:",
+                        f"            a = al & {NONNEG}"]
+                for k, (alias, scratch, g, lo, hi) in enumerate(bound):
+                    call = f"{alias}(s, p, e, a, s.act_{g}[e, a - {lo}]{_scratch_arrays(scratch)})"
+                    out += [f"            {'if' if k == 0 else 'elif'} {lo} <= a < {hi}:", f"                {call}"]
+                out.append(f"            al += {tpe}")
+        elif kind == "env":
+            out += [f"    if {cond} and lane == 0:", f"        {fn}(s, p, e)"]
+        elif kind == "item":
+            out += [f"    if {cond}:", "        k = lane", f"        while k < {fn[1]}:",
+                    f"            {fn[0]}(s, p, e, k & {NONNEG}{_scratch_arrays(fn[2])})",
+                    f"            k += {tpe}"]
+        else:
+            target, value, observed, by_block = fn
+            out.append(f"    if {cond}:")
+            for gi in layout.groups.values():
+                # {b} stays a placeholder for the block loops to fill
+                value_g = value.format(g=gi.name, b="{b}")
+                out += _cuda_elem_loop(gi, tpe, target, value_g, observed, by_block)
+        out.append("    cuda.syncthreads()")
+    return "\n".join(out)

@@ -1,0 +1,196 @@
+"""The plan of an env's kernels, free of any target: which phases run in which stages, under which guard.
+
+Execution model (the same on both targets):
+  - a kernel is a list of stages; a stage runs one phase per agent or once per env;
+  - between stages there is a barrier: ``cuda.syncthreads()`` on CUDA, the end of a loop on CPU;
+  - on CUDA, ``envs_per_block`` environments share a block, ``threads_per_env`` threads each,
+    a thread looping over agents when there are more agents than threads;
+  - on CPU, ``prange`` runs environments in parallel and the stages in order inside each.
+
+`gpu_zoo.core.codegen_cpu` and `gpu_zoo.core.codegen_cuda` write these stages out as source.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from . import episode as _episode
+from .layout import Layout
+from .spec import PerAgent, PerEnv, PerItem, PerObs
+
+
+def _qualified(fn) -> tuple[str, str]:
+    """(module, name) of a module-level njit function, checked importable."""
+    py = getattr(fn, "py_func", None)
+    if py is None:
+        raise TypeError(f"phase {fn!r} must be decorated with numba.njit (gpu_zoo.core.kernel_fn)")
+    mod, name = py.__module__, py.__name__
+    if getattr(sys.modules.get(mod), name, None) is not fn:
+        raise TypeError(f"phase {mod}.{name} must be a module-level function")
+    return mod, name
+
+
+class Stages:
+    """The ordered stages of a kernel: (kind, what to run, guard).
+
+    Guards: ``""`` (always), ``"done"`` (the env's episode ended at this step), ``"restart"``
+    (ended, and the env restarts at once: its ``autoreset`` flag, a run-time value, so one
+    compiled kernel serves both the batched face and the PettingZoo one). In a step's stages
+    (``step``), an env that finished without auto-reset (``s.finished``) runs only the
+    ``"idle"`` stages, and the others run only in the other envs.
+
+    Kinds: ``agent``, ``env`` and ``item`` call a phase; ``grouped`` calls one or more phases bound
+    to different groups (`PerAgent` ``group``), each for its group's agents, in one stage; ``elem``
+    assigns ``s.<target>_<group>[e, ai, i]`` for every observation element of every group, from an
+    expression of ``a``, ``ai`` and ``i`` (or, ``by_block``, of the literal block index ``{b}`` and
+    the offset ``j`` in it). An observation
+    (``observed``) is computed only for agents that are `observing`; the others get zeros (unless
+    the `PerObs` asks to see them too).
+    """
+
+    def __init__(self, step: bool = False):
+        self.items: list[tuple[str, object, bool]] = []
+        self.imports: dict[str, tuple[str, str]] = {}
+        self.per_obs: set[str] = set()
+        self.step = step
+
+    def add(self, phase, guard: str = ""):
+        mod, name = _qualified(phase.fn)
+        alias = f"_{mod.replace('.', '_')}__{name}"
+        self.imports[alias] = (mod, name)
+        if isinstance(phase, PerObs):
+            self.per_obs.add(alias)
+            call = f"{alias}(s, p, e, a, {{b}}, j)" if phase.by_block else f"{alias}(s, p, e, a, i)"
+            self.elem("obs", call, guard, observed=phase.zeros_out_of_game, by_block=phase.by_block)
+        elif isinstance(phase, PerItem):
+            self.items.append(("item", (alias, phase.count, phase.scratch), guard))
+        elif isinstance(phase, PerAgent) and phase.group is not None:
+            bound = (alias, phase.scratch, phase.group)
+            last = self.items[-1] if self.items else None
+            if last and last[0] == "grouped" and last[2] == guard and phase.group not in {g for *_, g in last[1]}:
+                self.items[-1] = ("grouped", (*last[1], bound), guard)  # another role: the same stage
+            else:
+                self.items.append(("grouped", (bound,), guard))
+        elif isinstance(phase, PerAgent):
+            self.items.append(("agent", (alias, phase.scratch), guard))
+        else:
+            self.items.append(("env", alias, guard))
+
+    def elem(self, target: str, value: str, guard: str = "", observed: bool = False, by_block: bool = False):
+        self.items.append(("elem", (target, value, observed, by_block), guard))
+
+    def observe(self, phases, guard: str = ""):
+        for ph in phases:
+            self.add(ph, guard)
+
+
+def stages(layout: Layout) -> tuple[Stages, Stages]:
+    """The fused step's stages, and the reset's."""
+    phases, ends, observe, finished = _step_parts(layout)
+    return _joined(phases, observe, ends, finished), _reset_stages(layout)
+
+
+def step_kernels(layout: Layout) -> tuple[Stages, Stages, Stages]:
+    """The step as three kernels (`LaunchShape.split_observe`).
+
+    First the env's phases and the episode ends, then the observations, then the finished envs
+    (final observations, statistics, auto-reset). The observations then run without the
+    per-agent phases' barriers, where the lanes beyond the agent count idle. They run after the
+    episode ends here, before them in the fused kernel: nothing an observation reads is written
+    by the ends (`observing` is the same either side).
+    """
+    phases, ends, observe, finished = _step_parts(layout)
+    return _joined(phases, ends), observe, finished
+
+
+def _joined(*parts: Stages) -> Stages:
+    out = Stages(step=any(part.step for part in parts))
+    for part in parts:
+        out.items += part.items
+        out.imports.update(part.imports)
+        out.per_obs |= part.per_obs
+    return out
+
+
+def _step_parts(layout: Layout) -> tuple[Stages, Stages, Stages, Stages]:
+    """A step's stages in four parts: the env's phases; the episode ends; the observations; the finished envs."""
+    spec, E, params = layout.spec, _episode, layout.params
+    step_phases, reset_phases, observe_phases = (spec.phases(k, params) for k in ("step", "reset", "observe"))
+    phases, ends, observe, finished = (Stages(step=True) for _ in range(4))
+    phases.add(PerEnv(E.idle_env), guard="idle")
+    phases.add(PerAgent(E.idle_agent), guard="idle")
+    phases.add(PerEnv(E.begin_env))
+    phases.add(PerAgent(E.begin_agent))
+    for ph in step_phases:
+        phases.add(ph)
+    ends.add(PerEnv(E.end_env))
+    ends.add(PerAgent(E.end_agent))
+    observe.observe(observe_phases)
+    finished.elem("final_obs", "s.obs_{g}[e, ai, i]", guard="done")
+    finished.add(PerAgent(E.save_return), guard="done")
+    finished.add(PerEnv(E.finish_env), guard="done")
+    finished.add(PerEnv(E.restart_env), guard="restart")
+    finished.add(PerAgent(E.restart_agent), guard="restart")
+    for ph in reset_phases:
+        finished.add(ph, guard="restart")
+    finished.observe(observe_phases, guard="restart")
+    return phases, ends, observe, finished
+
+
+def _reset_stages(layout: Layout) -> Stages:
+    spec, E, params = layout.spec, _episode, layout.params
+    reset_phases, observe_phases = (spec.phases(k, params) for k in ("reset", "observe"))
+    reset = Stages()
+    reset.add(PerEnv(E.reset_env))
+    reset.add(PerAgent(E.reset_agent))
+    for ph in reset_phases:
+        reset.add(ph)
+    reset.observe(observe_phases)
+    return reset
+
+
+def field_args(layout: Layout) -> str:
+    """Kernel parameters: one array per field (structs from the kernel's parameter space, no reshapes)."""
+    return ", ".join(f"f_{n}" for n in layout.fields)
+
+
+def state_tuple(layout: Layout) -> str:
+    """The kernel's state: a ``State`` namedtuple of its field arrays."""
+    return f"State({field_args(layout)})"
+
+
+def bound_groups(layout: Layout, bound) -> list[tuple[str, tuple, str, int, int]]:
+    """(alias, scratch, group, lo, hi) of each group-bound phase of a ``grouped`` stage; an unknown group is refused."""
+    out = []
+    for alias, scratch, g in bound:
+        if g not in layout.groups:
+            raise ValueError(f"{layout.spec.id}: a PerAgent phase is bound to group {g!r}, which is not one of "
+                             f"its groups {list(layout.groups)}")
+        gi = layout.groups[g]
+        out.append((alias, scratch, g, gi.lo, gi.lo + gi.count))
+    return out
+
+
+def _blocks(gi) -> list[tuple[int, int, int]]:
+    """(index, first element, size) of each of a group's observation blocks."""
+    out, off = [], 0
+    for b, block in enumerate(gi.group.obs):
+        out.append((b, off, block.size))
+        off += block.size
+    return out
+
+
+def block_runs(gi) -> list[list[tuple[int, int, int]]]:
+    """A group's blocks in runs that one loop writes: consecutive blocks of one size share a pass.
+
+    A lane then writes element j of every block in the run in one iteration: the loop and index
+    work, and whatever the blocks' values share for offset j (an env's per-slot lookups), are paid
+    once per run instead of once per block, and a block's partly idle last pass once per run.
+    """
+    runs: list[list[tuple[int, int, int]]] = []
+    for blk in _blocks(gi):
+        if runs and runs[-1][-1][2] == blk[2]:
+            runs[-1].append(blk)
+        else:
+            runs.append([blk])
+    return runs

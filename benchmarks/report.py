@@ -396,6 +396,43 @@ def jaxmarl_outputs_section(results: str | Path) -> list[str]:
     return [*lines, *table, ""] if table else []
 
 
+def cold_start_section(results: str | Path) -> list[str]:
+    """From ``make`` to the end of the first step, cold and warm, from `benchmarks.cold_start`'s records."""
+    latest = {}
+    for path in sorted(Path(results).glob("cold_start_*.jsonl")):
+        for line in path.read_text().splitlines():
+            if line.strip():
+                r = json.loads(line)
+                latest[(path.name, r["env_id"], json.dumps(r["params"], sort_keys=True), r["cache"])] = r
+    pairs = defaultdict(dict)
+    for (f, env_id, params, cache), r in latest.items():
+        pairs[(f, env_id, params)][cache] = r
+    lines = ["## Cold start", "",
+             "From `gpu_zoo.make(env_id, num_envs=4, device=...)` to the end of the first `step`, each in a fresh "
+             "process (`python -m benchmarks.cold_start`): *cold* with empty kernel caches (a user's first run), "
+             "*warm* on the caches the cold process filled (every later run). Imports (torch, numba, gpu_zoo) "
+             "come before the clock and are listed apart. *compile* is Numba's compile time in the cold "
+             "process, of which *LLVM* is LLVM's optimisation and code generation; the rest is Numba's front end "
+             "(typing, inlining, lowering).", "",
+             "| env | configuration | device | cold first step (s) | warm first step (s) | compile (s) | LLVM (s) "
+             "| imports, warm (s) | file |",
+             "|" + " --- |" * 9]
+    table = []
+    for (f, env_id, params), by in sorted(pairs.items()):
+        cold, warm = by.get("cold"), by.get("warm")
+        if cold is None or warm is None:
+            continue
+        config = ", ".join(f"{k}={v}" for k, v in json.loads(params).items()) or "defaults"
+        table.append(f"| {env_id} | {config} | {cold['device']} | {cold['first_step_s']:.1f} | "
+                     f"{warm['first_step_s']:.2f} | {cold['compile_s']:.1f} | {cold['llvm_s']:.1f} | "
+                     f"{warm['import_s']:.1f} | `{f}` |")
+    if not table:
+        return []
+    commands = sorted({f"`{r['command']}` on {r.get('gpu') or str(r['cpu_count']) + ' CPU cores'}, {r['date'][:10]}"
+                       for by in pairs.values() for r in by.values()})
+    return [*lines, *table, "", *(f"- {c}" for c in commands), ""]
+
+
 def write_report(results: str | Path, out: str | Path) -> Path:
     """Writes the page and its plots; returns the page's path."""
     records = load_records(results)
@@ -436,6 +473,7 @@ def write_report(results: str | Path, out: str | Path) -> Path:
                   f"![roofline]({img_dir.name}/roofline.png)", ""]
     lines += profile_section(results)
     lines += jaxmarl_outputs_section(results)
+    lines += cold_start_section(results)
     lines += ["## Runs", "", *_machines(records), ""]
     plots = {
         "simple_tag": ("num_envs", lambda r: r["num_envs"]),

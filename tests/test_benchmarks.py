@@ -336,3 +336,36 @@ def test_benchmarl_return_curves_are_read_from_its_scalars(tmp_path):
     assert _return_curves(tmp_path) == {
         "collection_adversary_reward_episode_reward_mean": [(0, 7.3), (1, 12.6)],
         "eval_adversary_reward_episode_reward_mean": [(0, 5.2), (2, 146.9), (5, 223.4)]}
+
+
+def test_cold_start_rows_pair_each_configurations_cold_and_warm_process(tmp_path):
+    from benchmarks.report import cold_start_section
+
+    assert cold_start_section(tmp_path) == []
+    base = {"device": "cpu", "import_s": 1.5, "llvm_s": 4.0, "command": "python -m benchmarks.cold_start --device cpu",
+            "cpu_count": 2, "date": "2026-12-03T20:00:00+00:00"}
+    rows = [{**base, "env_id": "simple_v3", "params": {}, "cache": "cold", "first_step_s": 9.04, "compile_s": 8.0},
+            {**base, "env_id": "simple_v3", "params": {}, "cache": "warm", "first_step_s": 0.61, "compile_s": 0.0},
+            # a later cold run of the same configuration replaces the earlier one
+            {**base, "env_id": "simple_v3", "params": {}, "cache": "cold", "first_step_s": 8.5, "compile_s": 7.5},
+            # a cold run whose warm twin never came: no row
+            {**base, "env_id": "simple_tag_v3", "params": {"max_cycles": 25}, "cache": "cold", "first_step_s": 9.0,
+             "compile_s": 8.0}]
+    (tmp_path / "cold_start_cpu_x.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    lines = cold_start_section(tmp_path)
+    assert [ln for ln in lines if ln.startswith("| simple")] == [
+        "| simple_v3 | defaults | cpu | 8.5 | 0.61 | 7.5 | 4.0 | 1.5 | `cold_start_cpu_x.jsonl` |"]
+    assert "- `python -m benchmarks.cold_start --device cpu` on 2 CPU cores, 2026-12-03" in lines
+
+
+def test_cold_start_covers_every_env_and_each_preset_configuration():
+    import gpu_zoo
+    from benchmarks.cold_start import configurations
+    from trainers.config import PRESETS
+
+    configs = configurations()
+    assert {e for e, _ in configs} == set(gpu_zoo.registered_envs())
+    assert all((e, {}) in configs for e in gpu_zoo.registered_envs())
+    for env_id, preset in PRESETS.items():
+        if preset.env_kwargs:
+            assert (env_id, preset.env_kwargs) in configs

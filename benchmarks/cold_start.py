@@ -1,0 +1,141 @@
+"""From ``gpu_zoo.make`` to the end of the first step, with an empty kernel cache and with a warm one.
+
+    python -m benchmarks.cold_start --device cpu --out benchmarks/results/
+    python -m benchmarks.cold_start --device cuda --only '^simple_' --label h200-s32
+
+Every registered env runs in its constructor's defaults and in the configuration its trainer
+preset uses (`trainers.config.PRESETS`), when that differs. Each configuration runs twice, each
+time in a fresh process: first with empty cache folders (``GPU_ZOO_CACHE_DIR`` and
+``NUMBA_CACHE_DIR`` pointing at a new temporary folder: the cold figure, what a user's first
+``make`` costs), then a second process on the caches the first one filled (warm: every later
+process). A process imports torch, numba and gpu_zoo first (timed apart: ``import_s``), then
+times ``make`` (compiling or loading the kernels), ``reset`` and one ``step`` with the device
+synchronised. Numba's compile events split the compile time into its front end (bytecode,
+typing, inlining, lowering to LLVM IR: ``compile_s`` less ``llvm_s``) and LLVM's optimisation
+and machine-code generation (``llvm_s``).
+
+Records (one JSON object per line) go to ``cold_start_<device>_<label>.jsonl``; ``python -m
+benchmarks report`` renders them into docs/benchmarks.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+SCHEMA = "gpu_zoo.cold_start/1"
+NUM_ENVS = 4
+
+
+def configurations() -> list[tuple[str, dict]]:
+    """(env id, constructor arguments): each env's defaults, then its preset's when they differ."""
+    import gpu_zoo
+    from trainers.config import PRESETS
+
+    out = []
+    for env_id in gpu_zoo.registered_envs():
+        out.append((env_id, {}))
+        preset = PRESETS.get(env_id)
+        if preset is not None and preset.env_kwargs:
+            out.append((env_id, dict(preset.env_kwargs)))
+    return out
+
+
+def _child(env_id: str, params: dict, device: str) -> dict:
+    """One process's start: imports, then make, reset and one step, each timed (run in a fresh process)."""
+    t0 = time.perf_counter()
+    import numba
+    import torch
+    from numba.core import event
+
+    import gpu_zoo
+
+    imported = time.perf_counter()
+    spent = {"numba:compile": 0.0, "numba:llvm_lock": 0.0}
+    timers = contextlib.ExitStack()
+    for kind in spent:  # outermost durations: a callee compiled inside its caller counts once
+        timers.enter_context(event.install_timer(kind, lambda dt, kind=kind: spent.__setitem__(kind, spent[kind] + dt)))
+
+    def sync():
+        if device == "cuda":
+            torch.cuda.synchronize()
+
+    start = time.perf_counter()
+    env = gpu_zoo.make(env_id, num_envs=NUM_ENVS, device=device, **params)
+    sync()
+    made = time.perf_counter()
+    env.reset(seed=0)
+    sync()
+    was_reset = time.perf_counter()
+    env.step(env.sample_actions(torch.Generator(device=env.device).manual_seed(0)))
+    sync()
+    stepped = time.perf_counter()
+    timers.close()
+    return {"import_s": imported - t0, "make_s": made - start, "reset_s": was_reset - made,
+            "step_s": stepped - was_reset, "first_step_s": stepped - start,
+            "compile_s": spent["numba:compile"], "llvm_s": spent["numba:llvm_lock"], "numba": numba.__version__}
+
+
+def measure(env_id: str, params: dict, device: str, cache: Path, timeout: float) -> dict:
+    """The child's figures, from a fresh process whose kernel caches live in ``cache``."""
+    env = {**os.environ, "GPU_ZOO_CACHE_DIR": str(cache / "kernels"), "NUMBA_CACHE_DIR": str(cache / "numba")}
+    cmd = [sys.executable, "-m", "benchmarks.cold_start", "--child", env_id, "--params", json.dumps(params),
+           "--device", device]
+    wall = time.perf_counter()
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
+    wall = time.perf_counter() - wall
+    if proc.returncode != 0:
+        raise RuntimeError(f"{env_id} {params}: the child process failed:\n{proc.stderr[-3000:]}")
+    return {**json.loads(proc.stdout.strip().splitlines()[-1]), "process_s": wall}
+
+
+def run(device: str, out: Path, label: str | None, only: str | None, timeout: float) -> Path:
+    from benchmarks.metadata import system_description
+
+    system = {**system_description(), "command": " ".join(["python", "-m", "benchmarks.cold_start", *sys.argv[1:]])}
+    label = label or re.sub(r"[^A-Za-z0-9_.-]+", "-", system.get("gpu") or system["host"]).strip("-")
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / f"cold_start_{device}_{label}.jsonl"
+    cases = [(e, p) for e, p in configurations() if only is None or re.search(only, e)]
+    with open(path, "a") as fh:
+        for k, (env_id, params) in enumerate(cases, 1):
+            with tempfile.TemporaryDirectory(prefix="gpu_zoo_cold_") as folder:
+                for cache in ("cold", "warm"):
+                    row = measure(env_id, params, device, Path(folder), timeout)
+                    record = {"schema": SCHEMA, "env_id": env_id, "params": params, "device": device,
+                              "num_envs": NUM_ENVS, "cache": cache, **row, **system}
+                    fh.write(json.dumps(record) + "\n")
+                    fh.flush()
+                    print(f"[{k}/{len(cases)}] {env_id} {params or 'defaults'} {cache}: first step "
+                          f"{row['first_step_s']:.1f} s (compile {row['compile_s']:.1f} s, LLVM "
+                          f"{row['llvm_s']:.1f} s; imports {row['import_s']:.1f} s)", flush=True)
+    return path
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.cold_start", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--device", choices=("cpu", "cuda"), required=True)
+    ap.add_argument("--out", default="benchmarks/results/")
+    ap.add_argument("--label", default=None, help="machine label in the file name (default: GPU or host name)")
+    ap.add_argument("--only", default=None, help="regular expression on env ids")
+    ap.add_argument("--timeout-s", type=float, default=900.0, help="per process")
+    ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
+    ap.add_argument("--params", default="{}", help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.child:
+        print(json.dumps(_child(args.child, json.loads(args.params), args.device)))
+        return
+    print(f"wrote {run(args.device, Path(args.out), args.label, args.only, args.timeout_s)}")
+
+
+if __name__ == "__main__":
+    main()

@@ -32,9 +32,10 @@ def cpu_body(name: str, stages: Stages, layout: Layout, helpers: dict) -> str:
     """The CPU drivers of one kernel: ``name`` runs the envs in parallel, ``name_serial`` in order.
 
     A parallel launch wakes the thread pool, about 120 us on a 2-core machine: a hundred times a
-    step of one small env, which is what the PettingZoo face runs. The serial driver loops over a
-    function of one env (``_name_env``); the parallel one keeps the body inline, as it was, rather
-    than call that function once per env with every field's array. Numba compiles each only when
+    step of one small env, which is what the PettingZoo face runs. Both keep the env's body inline
+    in their loop: Numba optimises a function's code again in every caller it is linked into, so a
+    function of one env called by the serial loop cost 17% more compile time (simple_spread,
+    tag_continuous: `benchmarks.cold_start`) for no speed. Numba compiles each driver only when
     it is first called. Element stages become functions in ``helpers``, shared by the
     module's kernels: a stage that appears in both (the observation) is compiled once.
     """
@@ -43,10 +44,8 @@ def cpu_body(name: str, stages: Stages, layout: Layout, helpers: dict) -> str:
     head = [f"s = {state_tuple(layout)}", "p = _params(s, e)", *_cpu_stages(stages, layout, helpers)]
     out = ["@njit(parallel=True, cache=True, _nrt=False, error_model='numpy')", f"def {name}({args}):",
            "    for e in prange(f_t.shape[0]):", *("        " + line for line in head),
-           "", "", "@njit(cache=True, _nrt=False, error_model='numpy')", f"def _{name}_env({args}, e):",
-           *("    " + line for line in head),
            "", "", "@njit(cache=True, _nrt=False, error_model='numpy')", f"def {name}_serial({args}):",
-           "    for e in range(f_t.shape[0]):", f"        _{name}_env({args}, e)"]
+           "    for e in range(f_t.shape[0]):", *("        " + line for line in head)]
     return "\n".join(out)
 
 

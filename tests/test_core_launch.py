@@ -174,6 +174,32 @@ def test_envs_differing_only_in_max_cycles_share_their_kernels():
     assert env.params.max_cycles == 2 and (env.state.max_cycles == 2).all()
 
 
+def test_a_runtime_value_compiles_nothing_and_a_compile_time_one_compiles_one_module():
+    """Float params and max_cycles, set or constructed, reuse the loaded kernels; an agent count gets its own."""
+    from numba.core import event
+
+    from gpu_zoo.core import launch
+
+    gen = torch.Generator().manual_seed(0)
+    env = gpu_zoo.make("tag_gridworld_v0", num_envs=2, device="cpu", **GRID_SMALL)
+    env.reset(seed=0)
+    env.step(env.sample_actions(gen))
+    loaded = set(launch._loaded)
+    with event.install_recorder("numba:compile") as compiles:
+        env.set_params(tag_reward_for_tagger=2.5, wall_hit_penalty=0.5, max_cycles=9)
+        env.step(env.sample_actions(gen))
+        other = gpu_zoo.make("tag_gridworld_v0", num_envs=3, device="cpu",
+                             **{**GRID_SMALL, "max_cycles": 7, "step_cost_for_tagger": 0.25})
+        other.reset(seed=1)
+        other.step(other.sample_actions(gen))
+    assert compiles.buffer == [] and set(launch._loaded) == loaded
+    assert other._launcher.module is env._launcher.module
+    # one tagger and one runner: the configuration of tests/test_ppo.py, compiled once for both
+    more = gpu_zoo.make("tag_gridworld_v0", num_envs=2, device="cpu",
+                        **{**GRID_SMALL, "num_taggers": 1, "num_runners": 1})
+    assert set(launch._loaded) - loaded == {more._launcher.compile_key}
+
+
 def test_a_few_envs_run_serially_on_the_cpu_and_step_as_the_parallel_driver_does():
     """Up to SERIAL_MAX_ENVS the CPU runs the envs in order (no thread pool); both drivers give the same states."""
     from gpu_zoo.core.launch import SERIAL_MAX_ENVS

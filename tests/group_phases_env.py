@@ -1,4 +1,4 @@
-"""A test env whose step phases are bound to its groups: chasers step by Discrete(3), runners by a Box."""
+"""A test env whose phases are bound to its groups: chasers step by Discrete(3), runners by a Box."""
 
 from dataclasses import dataclass
 
@@ -48,10 +48,16 @@ def pay(s, p, e, a):
 
 
 @kernel_fn
-def observe(s, p, e, a, i):
+def observe_chaser(s, p, e, a, i):
+    return np.float32(2.0) * s.pos[e, a]
+
+
+@kernel_fn
+def observe_runner(s, p, e, a, i):
     return s.pos[e, a]
 
 
 SPEC = EnvSpec(id="group_phases_v0", params=Params, groups=groups, fields=fields, reset=(PerAgent(spawn),),
                step=(PerAgent(chase, group="chaser"), PerAgent(run, group="runner"), PerAgent(pay)),
-               observe=(PerObs(observe),), module=__name__)
+               observe=(PerObs(observe_chaser, group="chaser"), PerObs(observe_runner, group="runner")),
+               module=__name__)

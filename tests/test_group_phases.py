@@ -1,4 +1,4 @@
-"""Phases bound to a group (`PerAgent(fn, group=...)`): each role's function gets its agents and their actions."""
+"""Phases bound to a group (`PerAgent(fn, group=...)`, `PerObs(fn, group=...)`): each gets its own agents."""
 
 import dataclasses
 
@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import gpu_zoo
-from gpu_zoo.core import PerAgent
+from gpu_zoo.core import PerAgent, PerObs
 from gpu_zoo.core.batched import BatchedEnv
 from gpu_zoo.core.layout import Layout
 from gpu_zoo.core.plan import stages
@@ -34,6 +34,7 @@ def test_each_role_moves_by_its_own_action(target, num_envs, cuda_device):
         pos = _expected(pos, acts["chaser"], acts["runner"])
         assert torch.equal(env.state.pos.cpu(), pos)
         assert torch.equal(env.obs["runner"][..., 0].cpu(), pos[:, 3:])
+        assert torch.equal(env.obs["chaser"][..., 0].cpu(), 2 * pos[:, :3])
 
 
 def test_phases_bound_to_different_groups_share_a_stage():
@@ -48,10 +49,25 @@ def test_a_phase_bound_to_an_unknown_group_is_refused():
         BatchedEnv(spec, 2, device="cpu")
 
 
+@pytest.mark.parametrize("observe,message", [
+    ((PerObs(gp.observe_chaser, group="chaser"),), "must name each of the groups \\['chaser', 'runner'\\] once"),
+    ((PerObs(gp.observe_chaser, group="chaser"), PerObs(gp.observe_runner, group="chaser")), "got groups"),
+    ((PerObs(gp.observe_chaser, group="chaser"), PerObs(gp.observe_runner)), "1 unbound"),
+    ((PerObs(gp.observe_chaser, group="chaser"), PerObs(gp.observe_runner, group="runner", zeros_out_of_game=False)),
+     "must agree on by_block and zeros_out_of_game"),
+], ids=["one_missing", "one_twice", "one_unbound", "kinds_differ"])
+def test_group_bound_observations_cover_every_group_once_and_alike(observe, message):
+    spec = dataclasses.replace(gp.SPEC, id="group_phases_bad_obs_v0", observe=observe)
+    with pytest.raises(ValueError, match=message):
+        BatchedEnv(spec, 2, device="cpu")
+
+
 @pytest.mark.parametrize("bad", [3, "", ("chaser",)])
 def test_a_group_must_be_named_by_a_str(bad):
     with pytest.raises(TypeError, match="PerAgent group must be a group's name"):
         PerAgent(gp.chase, group=bad)
+    with pytest.raises(TypeError, match="PerObs group must be a group's name"):
+        PerObs(gp.observe_runner, group=bad)
 
 
 

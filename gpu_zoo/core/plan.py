@@ -79,9 +79,40 @@ class Stages:
     def elem(self, target: str, value: str, guard: str = "", observed: bool = False, by_block: bool = False):
         self.items.append(("elem", (target, value, observed, by_block), guard))
 
-    def observe(self, phases, guard: str = ""):
+    def observe(self, phases, layout: Layout, guard: str = ""):
+        bound = _group_observations(phases, layout)
         for ph in phases:
-            self.add(ph, guard)
+            if not (isinstance(ph, PerObs) and ph.group is not None):
+                self.add(ph, guard)
+            elif ph is bound[0]:
+                self._add_group_observations(bound, guard)
+
+    def _add_group_observations(self, bound, guard: str):
+        """One element stage whose loop for group ``g`` calls that group's function (alias ``_obs_of_g``)."""
+        for ph in bound:
+            alias = f"_obs_of_{ph.group}"
+            self.imports[alias] = _qualified(ph.fn)
+            self.per_obs.add(alias)
+        first = bound[0]
+        call = "_obs_of_{g}(s, p, e, a, {b}, j)" if first.by_block else "_obs_of_{g}(s, p, e, a, i)"
+        self.elem("obs", call, guard, observed=first.zeros_out_of_game, by_block=first.by_block)
+
+
+def _group_observations(phases, layout: Layout) -> list[PerObs]:
+    """The group-bound `PerObs` of an observation, checked: one per group, every group, one kind."""
+    obs = [ph for ph in phases if isinstance(ph, PerObs)]
+    bound = [ph for ph in obs if ph.group is not None]
+    if not bound:
+        return bound
+    sid, groups = layout.spec.id, list(layout.groups)
+    named = [ph.group for ph in bound]
+    if len(bound) != len(obs) or sorted(named) != sorted(groups):
+        raise ValueError(f"{sid}: group-bound PerObs phases must name each of the groups {groups} once, and no "
+                         f"PerObs may be left unbound beside them; got groups {named} and "
+                         f"{len(obs) - len(bound)} unbound")
+    if len({(ph.by_block, ph.zeros_out_of_game) for ph in bound}) > 1:
+        raise ValueError(f"{sid}: the PerObs phases of one observation must agree on by_block and zeros_out_of_game")
+    return bound
 
 
 def stages(layout: Layout) -> tuple[Stages, Stages]:
@@ -125,7 +156,7 @@ def _step_parts(layout: Layout) -> tuple[Stages, Stages, Stages, Stages]:
         phases.add(ph)
     ends.add(PerEnv(E.end_env))
     ends.add(PerAgent(E.end_agent))
-    observe.observe(observe_phases)
+    observe.observe(observe_phases, layout)
     finished.elem("final_obs", "s.obs_{g}[e, ai, i]", guard="done")
     finished.add(PerAgent(E.save_return), guard="done")
     finished.add(PerEnv(E.finish_env), guard="done")
@@ -133,7 +164,7 @@ def _step_parts(layout: Layout) -> tuple[Stages, Stages, Stages, Stages]:
     finished.add(PerAgent(E.restart_agent), guard="restart")
     for ph in reset_phases:
         finished.add(ph, guard="restart")
-    finished.observe(observe_phases, guard="restart")
+    finished.observe(observe_phases, layout, guard="restart")
     return phases, ends, observe, finished
 
 
@@ -145,7 +176,7 @@ def _reset_stages(layout: Layout) -> Stages:
     reset.add(PerAgent(E.reset_agent))
     for ph in reset_phases:
         reset.add(ph)
-    reset.observe(observe_phases)
+    reset.observe(observe_phases, layout)
     return reset
 
 

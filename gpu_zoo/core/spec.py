@@ -168,11 +168,22 @@ class PerObs:
 
     With ``zeros_out_of_game=False`` ``fn`` is called for every agent and decides itself what an
     agent out of the game sees (an env reproducing another's observation of its dead agents).
+
+    With ``group``, ``fn`` observes that group's agents only (``a`` is still the env's agent
+    index): an env whose groups see different things gives one `PerObs` per group, all with the
+    same ``by_block`` and ``zeros_out_of_game``, instead of one function branching on the group.
+    Each group's loop then compiles its own function alone: the CPU kernel inlines the
+    observation at every loop, so a function for all groups is compiled once per group.
     """
 
     fn: Callable
     by_block: bool = False
     zeros_out_of_game: bool = True
+    group: str | None = None
+
+    def __post_init__(self):
+        if self.group is not None and (not isinstance(self.group, str) or not self.group):
+            raise TypeError(f"PerObs group must be a group's name (a str) or None, got {self.group!r}")
 
 
 @dataclass(frozen=True)

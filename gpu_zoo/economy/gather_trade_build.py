@@ -1300,56 +1300,61 @@ def period_income(s, p, e, w, k):
 
 
 @kernel_fn
-def observe(s, p, e, a, i):
-    """Element ``i`` of agent ``a``'s observation (the layout is in the module docstring).
+def observe_worker(s, p, e, a, i):
+    """Element ``i`` of worker ``a``'s observation (the layout is in the module docstring).
 
-    One function, calling only helpers that take arrays: the CPU kernel inlines it, and a call
-    passing the whole state per element would cost more than the element itself.
+    Calling only helpers that take arrays: the CPU kernel inlines it, and a call passing the
+    whole state per element would cost more than the element itself.
     """
     P, n = p.P, p.num_workers
-    if a < p.worker_hi:
-        if i < p.MAP_OBS:
-            return window(s.tile, s.res, s.house, s.row, s.col, p.obs_range, e, a, i)
-        j = i - p.MAP_OBS
-        if j == 0:
-            return np.float32(s.build_pay[e, a] / np.float64(p.build_payment))
-        if j == 1:
-            return s.build_skill[e, a]
-        j -= 2
-        if j < 4 * P:
-            return price_levels(s.book, P, e, j, a, False)
-        j -= 4 * P
-        if j < 2:
-            return market_rate(s.price_hist, e, j)
-        j -= 2
-        if j < 4 * P:
-            return price_levels(s.book, P, e, j, a, True)
-        j -= 4 * P
-        if j < 2 * P:
-            return np.float32(s.price_hist[e, j // P, j % P] * np.float64(0.01))
-        j -= 2 * P
-        if j == 0:
-            return s.gather_bonus[e, a]
-        j -= 1
-        if j < BRACKETS + 2 + n:
-            return tax_block(s.tax_rate, s.tax_pos, s.sorted_income, p.tax_period, e, j)
-        j -= BRACKETS + 2 + n
-        if j == 0:
-            return np.float32(marginal_rate(s.tax_rate, s.cutoffs, e, total_coin(s.coin, s.coin_escrow, e, a)
-                                            - s.last_coin[e, a]))
-        if j == 1:
-            return np.float32(s.tax_pos[e]) / np.float32(p.tax_period)
-        if j == 2:
-            return np.float32(s.t[e]) / np.float32(p.max_cycles)
-        if j == 3:
-            return np.float32(s.coin[e, a] * np.float64(0.01))
-        if j < 6:
-            return np.float32(s.goods[e, a, j - 4]) * np.float32(0.01)
-        if j == 6:
-            return np.float32(s.col[e, a]) / np.float32(p.width)
-        if j == 7:
-            return np.float32(s.row[e, a]) / np.float32(p.height)
-        return period_income(s, p, e, a, j - 8)
+    if i < p.MAP_OBS:
+        return window(s.tile, s.res, s.house, s.row, s.col, p.obs_range, e, a, i)
+    j = i - p.MAP_OBS
+    if j == 0:
+        return np.float32(s.build_pay[e, a] / np.float64(p.build_payment))
+    if j == 1:
+        return s.build_skill[e, a]
+    j -= 2
+    if j < 4 * P:
+        return price_levels(s.book, P, e, j, a, False)
+    j -= 4 * P
+    if j < 2:
+        return market_rate(s.price_hist, e, j)
+    j -= 2
+    if j < 4 * P:
+        return price_levels(s.book, P, e, j, a, True)
+    j -= 4 * P
+    if j < 2 * P:
+        return np.float32(s.price_hist[e, j // P, j % P] * np.float64(0.01))
+    j -= 2 * P
+    if j == 0:
+        return s.gather_bonus[e, a]
+    j -= 1
+    if j < BRACKETS + 2 + n:
+        return tax_block(s.tax_rate, s.tax_pos, s.sorted_income, p.tax_period, e, j)
+    j -= BRACKETS + 2 + n
+    if j == 0:
+        return np.float32(marginal_rate(s.tax_rate, s.cutoffs, e, total_coin(s.coin, s.coin_escrow, e, a)
+                                        - s.last_coin[e, a]))
+    if j == 1:
+        return np.float32(s.tax_pos[e]) / np.float32(p.tax_period)
+    if j == 2:
+        return np.float32(s.t[e]) / np.float32(p.max_cycles)
+    if j == 3:
+        return np.float32(s.coin[e, a] * np.float64(0.01))
+    if j < 6:
+        return np.float32(s.goods[e, a, j - 4]) * np.float32(0.01)
+    if j == 6:
+        return np.float32(s.col[e, a]) / np.float32(p.width)
+    if j == 7:
+        return np.float32(s.row[e, a]) / np.float32(p.height)
+    return period_income(s, p, e, a, j - 8)
+
+
+@kernel_fn
+def observe_planner(s, p, e, a, i):
+    """Element ``i`` of the planner's observation (the layout is in the module docstring)."""
+    P, n = p.P, p.num_workers
     j = i
     if j < 4 * P:
         return price_levels(s.book, P, e, j, -1, False)
@@ -1430,7 +1435,8 @@ SPEC = EnvSpec(
     reset=lambda p: (PerItem(reset_tile, p.height * p.width), PerAgent(reset_agent), PerEnv(reset_env)),
     step=lambda p: (PerAgent(build), PerAgent(place_order), PerEnv(market), PerAgent(draw_move_key), PerEnv(move),
                     PerAgent(collect), PerEnv(tax), PerItem(regrow, p.height * p.width), PerEnv(rewards)),
-    observe=(PerEnv(sort_incomes), PerAgent(tally_orders), PerAgent(masks), PerObs(observe)),
+    observe=(PerEnv(sort_incomes), PerAgent(tally_orders), PerAgent(masks),
+             PerObs(observe_worker, group="worker"), PerObs(observe_planner, group="planner")),
     constants=constants,
     render=render,
     module=__name__,

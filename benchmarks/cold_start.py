@@ -1,7 +1,7 @@
 """From ``gpu_zoo.make`` to the end of the first step, with an empty kernel cache and with a warm one.
 
     python -m benchmarks.cold_start --device cpu --out benchmarks/results/
-    python -m benchmarks.cold_start --device cuda --only '^simple_' --label h200-s32
+    python -m benchmarks.cold_start --device cuda --only '^simple_' --label h200-s32 --jobs 4
 
 Every registered env runs in its constructor's defaults and in the configuration its trainer
 preset uses (`trainers.config.PRESETS`), when that differs. Each configuration runs twice, each
@@ -97,7 +97,16 @@ def measure(env_id: str, params: dict, device: str, cache: Path, timeout: float)
     return {**json.loads(proc.stdout.strip().splitlines()[-1]), "process_s": wall}
 
 
-def run(device: str, out: Path, label: str | None, only: str | None, timeout: float) -> Path:
+def _cold_then_warm(env_id: str, params: dict, device: str, timeout: float) -> list[tuple[str, dict]]:
+    """Both figures of one configuration: a process on empty caches, then one on what it filled."""
+    with tempfile.TemporaryDirectory(prefix="gpu_zoo_cold_") as folder:
+        return [(cache, measure(env_id, params, device, Path(folder), timeout)) for cache in ("cold", "warm")]
+
+
+def run(device: str, out: Path, label: str | None, only: str | None, timeout: float, jobs: int = 1) -> Path:
+    """Every configuration cold then warm; ``jobs`` configurations at once (each compile is one core's work)."""
+    from concurrent.futures import ThreadPoolExecutor
+
     from benchmarks.metadata import system_description
 
     system = {**system_description(), "command": " ".join(["python", "-m", "benchmarks.cold_start", *sys.argv[1:]])}
@@ -105,18 +114,17 @@ def run(device: str, out: Path, label: str | None, only: str | None, timeout: fl
     out.mkdir(parents=True, exist_ok=True)
     path = out / f"cold_start_{device}_{label}.jsonl"
     cases = [(e, p) for e, p in configurations() if only is None or re.search(only, e)]
-    with open(path, "a") as fh:
-        for k, (env_id, params) in enumerate(cases, 1):
-            with tempfile.TemporaryDirectory(prefix="gpu_zoo_cold_") as folder:
-                for cache in ("cold", "warm"):
-                    row = measure(env_id, params, device, Path(folder), timeout)
-                    record = {"schema": SCHEMA, "env_id": env_id, "params": params, "device": device,
-                              "num_envs": NUM_ENVS, "cache": cache, **row, **system}
-                    fh.write(json.dumps(record) + "\n")
-                    fh.flush()
-                    print(f"[{k}/{len(cases)}] {env_id} {params or 'defaults'} {cache}: first step "
-                          f"{row['first_step_s']:.1f} s (compile {row['compile_s']:.1f} s, LLVM "
-                          f"{row['llvm_s']:.1f} s; imports {row['import_s']:.1f} s)", flush=True)
+    with open(path, "a") as fh, ThreadPoolExecutor(max(1, jobs)) as pool:
+        futures = [pool.submit(_cold_then_warm, env_id, params, device, timeout) for env_id, params in cases]
+        for k, ((env_id, params), future) in enumerate(zip(cases, futures), 1):
+            for cache, row in future.result():
+                record = {"schema": SCHEMA, "env_id": env_id, "params": params, "device": device,
+                          "num_envs": NUM_ENVS, "cache": cache, "jobs": jobs, **row, **system}
+                fh.write(json.dumps(record) + "\n")
+                fh.flush()
+                print(f"[{k}/{len(cases)}] {env_id} {params or 'defaults'} {cache}: first step "
+                      f"{row['first_step_s']:.1f} s (compile {row['compile_s']:.1f} s, LLVM "
+                      f"{row['llvm_s']:.1f} s; imports {row['import_s']:.1f} s)", flush=True)
     return path
 
 
@@ -128,13 +136,15 @@ def main(argv=None):
     ap.add_argument("--label", default=None, help="machine label in the file name (default: GPU or host name)")
     ap.add_argument("--only", default=None, help="regular expression on env ids")
     ap.add_argument("--timeout-s", type=float, default=900.0, help="per process")
+    ap.add_argument("--jobs", type=int, default=1,
+                    help="configurations measured at once, each in its own processes (keep below the core count)")
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--params", default="{}", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.child:
         print(json.dumps(_child(args.child, json.loads(args.params), args.device)))
         return
-    print(f"wrote {run(args.device, Path(args.out), args.label, args.only, args.timeout_s)}")
+    print(f"wrote {run(args.device, Path(args.out), args.label, args.only, args.timeout_s, args.jobs)}")
 
 
 if __name__ == "__main__":

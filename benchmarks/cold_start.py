@@ -61,8 +61,16 @@ def _child(env_id: str, params: dict, device: str) -> dict:
     imported = time.perf_counter()
     spent = {"numba:compile": 0.0, "numba:llvm_lock": 0.0}
     timers = contextlib.ExitStack()
-    for kind in spent:  # outermost durations: a callee compiled inside its caller counts once
-        timers.enter_context(event.install_timer(kind, lambda dt, kind=kind: spent.__setitem__(kind, spent[kind] + dt)))
+    events = [event]
+    if device == "cuda":  # numba-cuda compiles through its own copy of Numba's core, with its own events
+        with contextlib.suppress(ImportError):
+            from numba.cuda.core import event as cuda_event
+
+            events += [cuda_event] if cuda_event is not event else []
+    for source in events:
+        for kind in spent:  # outermost durations: a callee compiled inside its caller counts once
+            timers.enter_context(source.install_timer(
+                kind, lambda dt, kind=kind: spent.__setitem__(kind, spent[kind] + dt)))
 
     def sync():
         if device == "cuda":

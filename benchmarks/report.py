@@ -423,11 +423,15 @@ def cold_start_section(results: str | Path) -> list[str]:
         if cold is None or warm is None:
             continue
         config = ", ".join(f"{k}={v}" for k, v in json.loads(params).items()) or "defaults"
+        # numba-cuda reports its compiles through its own event module; older records carry 0 for them
+        timed = cold["compile_s"] > 0 or cold["device"] == "cpu"
+        compile_s, llvm_s = (f"{cold['compile_s']:.1f}", f"{cold['llvm_s']:.1f}") if timed else ("-", "-")
         table.append(f"| {env_id} | {config} | {cold['device']} | {cold['first_step_s']:.1f} | "
-                     f"{warm['first_step_s']:.2f} | {cold['compile_s']:.1f} | {cold['llvm_s']:.1f} | "
-                     f"{warm['import_s']:.1f} | `{f}` |")
+                     f"{warm['first_step_s']:.2f} | {compile_s} | {llvm_s} | {warm['import_s']:.1f} | `{f}` |")
     if not table:
         return []
+    lines += ["A `-` under compile: numba-cuda's compile events were not timed in that run. `--jobs N` in a "
+              "command: N configurations were measured at once, each in its own processes.", ""]
     commands = sorted({f"`{r['command']}` on {r.get('gpu') or str(r['cpu_count']) + ' CPU cores'}, {r['date'][:10]}"
                        for by in pairs.values() for r in by.values()})
     return [*lines, *table, "", *(f"- {c}" for c in commands), ""]

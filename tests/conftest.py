@@ -37,3 +37,26 @@ def pytest_collection_modifyitems(config, items):
 def cuda_device() -> torch.device:
     """Where the CUDA target's tensors live: the GPU, or the CPU under the simulator."""
     return torch.device("cuda") if REAL_CUDA else torch.device("cpu")
+
+
+@pytest.fixture(autouse=True)
+def _log_compiles(request):
+    """With ``GPU_ZOO_COMPILE_LOG=FILE``, appends a JSON line per kernel module a test loaded: which test,
+    which env and target, a digest of the compile key and the seconds it took (where a cold suite's time goes)."""
+    path = os.environ.get("GPU_ZOO_COMPILE_LOG")
+    if not path:
+        yield
+        return
+    import hashlib
+    import json
+
+    from gpu_zoo.core import launch
+
+    before = set(launch.compile_seconds)
+    yield
+    with open(path, "a") as fh:
+        for key in set(launch.compile_seconds) - before:
+            digest = hashlib.sha1(repr(key).encode()).hexdigest()[:12]
+            fh.write(json.dumps({"test": request.node.nodeid, "env": str(key[0][0]), "target": key[1],
+                                 "key": digest, "seconds": round(launch.compile_seconds[key], 2),
+                                 "worker": os.environ.get("PYTEST_XDIST_WORKER", "main")}) + "\n")

@@ -126,7 +126,7 @@ def run(device: str, out: Path, label: str | None, only: str | None, timeout: fl
     cases = [(e, p) for e, p in configurations() if only is None or re.search(only, e)]
     with open(path, "a") as fh, ThreadPoolExecutor(max(1, jobs)) as pool:
         futures = [pool.submit(_cold_then_warm, env_id, params, device, timeout) for env_id, params in cases]
-        for k, ((env_id, params), future) in enumerate(zip(cases, futures), 1):
+        for k, ((env_id, params), future) in enumerate(zip(cases, futures, strict=True), 1):
             for cache, row in future.result():
                 record = {"schema": SCHEMA, "env_id": env_id, "params": params, "device": device,
                           "num_envs": NUM_ENVS, "cache": cache, "jobs": jobs, **row, **system}

@@ -41,13 +41,15 @@ def cuda_device() -> torch.device:
 
 @pytest.fixture(autouse=True)
 def _log_compiles(request):
-    """With ``GPU_ZOO_COMPILE_LOG=FILE``, appends a JSON line per kernel module a test loaded: which test,
-    which env and target, a digest of the compile key and the seconds it took (where a cold suite's time goes)."""
+    """With ``GPU_ZOO_COMPILE_LOG=FILE``, a JSON line per kernel module each test loads (a cold suite's time).
+
+    Each line names the test, the env and target, the module (its source's digest) and the seconds
+    it took. Modules loaded by a module or session fixture are not seen.
+    """
     path = os.environ.get("GPU_ZOO_COMPILE_LOG")
     if not path:
         yield
         return
-    import hashlib
     import json
 
     from gpu_zoo.core import launch
@@ -56,7 +58,7 @@ def _log_compiles(request):
     yield
     with open(path, "a") as fh:
         for key in set(launch.compile_seconds) - before:
-            digest = hashlib.sha1(repr(key).encode()).hexdigest()[:12]
             fh.write(json.dumps({"test": request.node.nodeid, "env": str(key[0][0]), "target": key[1],
-                                 "key": digest, "seconds": round(launch.compile_seconds[key], 2),
+                                 "module": launch._loaded[key].__name__,
+                                 "seconds": round(launch.compile_seconds[key], 2),
                                  "worker": os.environ.get("PYTEST_XDIST_WORKER", "main")}) + "\n")

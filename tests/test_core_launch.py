@@ -245,3 +245,40 @@ def test_an_envs_preferred_launch_may_depend_on_the_number_of_envs_and_the_simul
     assert layout_launch_shape(layout, 131072).threads_per_env == 4
     assert layout_launch_shape(layout, 1024, simulator=True).threads_per_env == 8  # lanes are OS threads there
     assert layout_launch_shape(layout, 1024, threads_per_env=2).threads_per_env == 2
+
+
+_MAKE_AND_STEP = """
+import json, sys, time
+from numba.core import event
+import torch, gpu_zoo
+spent = []
+with event.install_timer("numba:compile", spent.append):
+    print("ready", flush=True)
+    sys.stdin.readline()  # both processes start compiling together
+    env = gpu_zoo.make("simple_v3", num_envs=2, device="cpu", max_cycles=5)
+    env.reset(seed=1)
+    env.step(env.sample_actions(torch.Generator().manual_seed(0)))
+print(json.dumps({"compile_s": sum(spent), "obs": env.state.obs_agent.tolist()}))
+"""
+
+
+def test_processes_compiling_one_configuration_at_once_compile_it_once(tmp_path):
+    """The second process waits on the first's lock, then loads what it wrote to the cache."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "GPU_ZOO_CACHE_DIR": str(tmp_path / "kernels"), "NUMBA_CACHE_DIR": str(tmp_path / "numba")}
+    procs = [subprocess.Popen([sys.executable, "-c", _MAKE_AND_STEP], env=env, text=True, stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE) for _ in range(2)]
+    for proc in procs:
+        assert proc.stdout.readline().strip() == "ready"
+    for proc in procs:
+        proc.stdin.write("\n")
+        proc.stdin.flush()
+    out = [json.loads(proc.communicate(timeout=600)[0].strip().splitlines()[-1]) for proc in procs]
+    assert all(proc.returncode == 0 for proc in procs)
+    first, second = sorted(r["compile_s"] for r in out)
+    assert second > 1.0 and first < 0.1 * second, out  # one compiled the kernels, the other loaded them
+    assert out[0]["obs"] == out[1]["obs"]

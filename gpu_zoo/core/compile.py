@@ -14,9 +14,11 @@ into one module per configuration and loads it.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.util
 import inspect
+import logging
 import os
 import sys
 import tempfile
@@ -149,3 +151,29 @@ def load_kernels(layout: Layout, target: str, shape: LaunchShape | None):
     sys.modules[modname] = module
     spec.loader.exec_module(module)
     return module
+
+
+@contextlib.contextmanager
+def compile_lock(module):
+    """Held while ``module``'s kernels first compile: another process that needs the same module waits.
+
+    It then loads what this process wrote to Numba's cache, where it would have compiled the
+    same kernels again: training ranks, vector-env workers and test workers started together
+    compile each configuration once. The lock is an advisory file lock beside the module, freed
+    by the system if its holder dies; where there is none (not POSIX), each process compiles.
+    """
+    try:
+        import fcntl
+    except ImportError:
+        yield
+        return
+    with open(Path(module.__file__).with_suffix(".lock"), "a") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            logging.getLogger("gpu_zoo").info("waiting for another process compiling %s", module.__name__)
+            fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)

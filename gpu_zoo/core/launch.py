@@ -10,7 +10,7 @@ import torch
 
 from . import compat
 from .buffers import Buffers
-from .compile import load_kernels
+from .compile import compile_lock, load_kernels
 from .launch_shape import LaunchShape, check_launch_options, layout_launch_shape
 from .layout import Layout
 
@@ -99,9 +99,10 @@ class Launcher:
         if key not in _loaded:
             t0 = time.perf_counter()
             kind = "cudasim" if target == "cuda" and self.simulator else target
-            _loaded[key] = load_kernels(layout, kind, self.shape)
-            self.module = _loaded[key]
-            self._warm(buffers)
+            _loaded[key] = self.module = load_kernels(layout, kind, self.shape)
+            # the simulator compiles nothing and caches nothing: no other process waits on it
+            with contextlib.nullcontext() if kind == "cudasim" else compile_lock(self.module):
+                self._warm(buffers)
             compile_seconds[key] = time.perf_counter() - t0
         self.module = _loaded[key]
         self.compile_key = key

@@ -49,8 +49,11 @@ def configurations() -> list[tuple[str, dict]]:
     return out
 
 
-def _child(env_id: str, params: dict, device: str) -> dict:
-    """One process's start: imports, then make, reset and one step, each timed (run in a fresh process)."""
+def _child(env_id: str, params: dict, device: str, profile: str | None = None) -> dict:
+    """One process's start: imports, then make, reset and one step, each timed (run in a fresh process).
+
+    ``profile``: a file for cProfile's table of make, reset and step (by cumulative, then own time).
+    """
     t0 = time.perf_counter()
     import numba
     import torch
@@ -78,6 +81,12 @@ def _child(env_id: str, params: dict, device: str) -> dict:
         if device == "cuda":
             torch.cuda.synchronize()
 
+    profiler = None
+    if profile:
+        import cProfile
+
+        profiler = cProfile.Profile()
+        profiler.enable()
     start = time.perf_counter()
     env = gpu_zoo.make(env_id, num_envs=NUM_ENVS, device=device, **params)
     sync()
@@ -89,16 +98,27 @@ def _child(env_id: str, params: dict, device: str) -> dict:
     sync()
     stepped = time.perf_counter()
     timers.close()
+    if profiler is not None:
+        import io
+        import pstats
+
+        profiler.disable()
+        text = io.StringIO()
+        stats = pstats.Stats(profiler, stream=text)
+        stats.sort_stats("cumulative").print_stats(60)
+        stats.sort_stats("tottime").print_stats(40)
+        Path(profile).write_text(f"# {env_id} {params} on {device}, empty caches: make, reset, one step\n"
+                                 + text.getvalue())
     return {"import_s": imported - t0, "make_s": made - start, "reset_s": was_reset - made,
             "step_s": stepped - was_reset, "first_step_s": stepped - start,
             "compile_s": spent["numba:compile"], "llvm_s": spent["numba:llvm_lock"], "numba": numba.__version__}
 
 
-def measure(env_id: str, params: dict, device: str, cache: Path, timeout: float) -> dict:
+def measure(env_id: str, params: dict, device: str, cache: Path, timeout: float, profile: Path | None = None) -> dict:
     """The child's figures, from a fresh process whose kernel caches live in ``cache``."""
     env = {**os.environ, "GPU_ZOO_CACHE_DIR": str(cache / "kernels"), "NUMBA_CACHE_DIR": str(cache / "numba")}
     cmd = [sys.executable, "-m", "benchmarks.cold_start", "--child", env_id, "--params", json.dumps(params),
-           "--device", device]
+           "--device", device, *(["--profile-file", str(profile)] if profile else [])]
     wall = time.perf_counter()
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
     wall = time.perf_counter() - wall
@@ -107,13 +127,16 @@ def measure(env_id: str, params: dict, device: str, cache: Path, timeout: float)
     return {**json.loads(proc.stdout.strip().splitlines()[-1]), "process_s": wall}
 
 
-def _cold_then_warm(env_id: str, params: dict, device: str, timeout: float) -> list[tuple[str, dict]]:
-    """Both figures of one configuration: a process on empty caches, then one on what it filled."""
+def _cold_then_warm(env_id: str, params: dict, device: str, timeout: float,
+                    profile: Path | None = None) -> list[tuple[str, dict]]:
+    """Both figures of one configuration: empty caches (profiled into ``profile``), then what they filled."""
     with tempfile.TemporaryDirectory(prefix="gpu_zoo_cold_") as folder:
-        return [(cache, measure(env_id, params, device, Path(folder), timeout)) for cache in ("cold", "warm")]
+        return [(cache, measure(env_id, params, device, Path(folder), timeout, profile if cache == "cold" else None))
+                for cache in ("cold", "warm")]
 
 
-def run(device: str, out: Path, label: str | None, only: str | None, timeout: float, jobs: int = 1) -> Path:
+def run(device: str, out: Path, label: str | None, only: str | None, timeout: float, jobs: int = 1,
+        profile: bool = False) -> Path:
     """Every configuration cold then warm; ``jobs`` configurations at once (each compile is one core's work)."""
     from concurrent.futures import ThreadPoolExecutor
 
@@ -125,7 +148,11 @@ def run(device: str, out: Path, label: str | None, only: str | None, timeout: fl
     path = out / f"cold_start_{device}_{label}.jsonl"
     cases = [(e, p) for e, p in configurations() if only is None or re.search(only, e)]
     with open(path, "a") as fh, ThreadPoolExecutor(max(1, jobs)) as pool:
-        futures = [pool.submit(_cold_then_warm, env_id, params, device, timeout) for env_id, params in cases]
+        def profile_file(k: int, env_id: str):  # cProfile's tables slow a run: figures of their own
+            return (out / f"profile_cold_{device}_{label}_{k}_{env_id}.txt").resolve() if profile else None
+
+        futures = [pool.submit(_cold_then_warm, env_id, params, device, timeout, profile_file(k, env_id))
+                   for k, (env_id, params) in enumerate(cases, 1)]
         for k, ((env_id, params), future) in enumerate(zip(cases, futures, strict=True), 1):
             for cache, row in future.result():
                 record = {"schema": SCHEMA, "env_id": env_id, "params": params, "device": device,
@@ -148,13 +175,17 @@ def main(argv=None):
     ap.add_argument("--timeout-s", type=float, default=900.0, help="per process")
     ap.add_argument("--jobs", type=int, default=1,
                     help="configurations measured at once, each in its own processes (keep below the core count)")
+    ap.add_argument("--profile", action="store_true",
+                    help="profile each cold process with cProfile, a table per configuration beside the records "
+                         "(their figures then include the profiler's cost: use a --label of their own)")
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
+    ap.add_argument("--profile-file", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--params", default="{}", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.child:
-        print(json.dumps(_child(args.child, json.loads(args.params), args.device)))
+        print(json.dumps(_child(args.child, json.loads(args.params), args.device, args.profile_file)))
         return
-    print(f"wrote {run(args.device, Path(args.out), args.label, args.only, args.timeout_s, args.jobs)}")
+    print(f"wrote {run(args.device, Path(args.out), args.label, args.only, args.timeout_s, args.jobs, args.profile)}")
 
 
 if __name__ == "__main__":

@@ -156,7 +156,8 @@ def run(device: str, out: Path, label: str | None, only: str | None, timeout: fl
         for k, ((env_id, params), future) in enumerate(zip(cases, futures, strict=True), 1):
             for cache, row in future.result():
                 record = {"schema": SCHEMA, "env_id": env_id, "params": params, "device": device,
-                          "num_envs": NUM_ENVS, "cache": cache, "jobs": jobs, **row, **system}
+                          "num_envs": NUM_ENVS, "cache": cache, "jobs": jobs,
+                          "profiled": profile and cache == "cold", **row, **system}
                 fh.write(json.dumps(record) + "\n")
                 fh.flush()
                 print(f"[{k}/{len(cases)}] {env_id} {params or 'defaults'} {cache}: first step "

@@ -107,8 +107,9 @@ def _child(env_id: str, params: dict, device: str, profile: str | None = None) -
         stats = pstats.Stats(profiler, stream=text)
         stats.sort_stats("cumulative").print_stats(60)
         stats.sort_stats("tottime").print_stats(40)
+        root = str(Path(__file__).resolve().parents[1]) + os.sep  # the project's own files, relative to it
         Path(profile).write_text(f"# {env_id} {params} on {device}, empty caches: make, reset, one step\n"
-                                 + text.getvalue())
+                                 + text.getvalue().replace(root, ""))
     return {"import_s": imported - t0, "make_s": made - start, "reset_s": was_reset - made,
             "step_s": stepped - was_reset, "first_step_s": stepped - start,
             "compile_s": spent["numba:compile"], "llvm_s": spent["numba:llvm_lock"], "numba": numba.__version__}

@@ -45,8 +45,8 @@ def step_traffic(layout) -> dict:
 
 ACTION_NOTES = {
     "fixed": "one random valid action per agent (BatchedEnv.sample_actions), written once before the clock",
-    "fresh": "env.step(env.sample_actions(generator)) every step: actions drawn on the device (torch.rand per "
-             "group) and copied into the env's action buffers, timed with the step",
+    "fresh": "env.sample_actions(generator, out=env.actions); env.step() every step: actions drawn on the "
+             "device into the env's action buffers (one or two torch kernels a group), timed with the step",
 }
 
 
@@ -54,7 +54,10 @@ def random_stepper(env, actions: str) -> Callable[[], object]:
     """A step of ``env`` under random actions: drawn once now (``fixed``), or before every step (``fresh``)."""
     gen = torch.Generator(device=env.device).manual_seed(0)
     if check_action_mode(actions) == "fresh":
-        return lambda: env.step(env.sample_actions(gen))
+        def fresh():
+            env.sample_actions(gen, out=env.actions)
+            return env.step()
+        return fresh
     for g, a in env.sample_actions(gen).items():
         env.actions[g].copy_(a)
     return env.step

@@ -482,8 +482,7 @@ class Trainer:
         env, acc, t = self.env, self.episode_acc, self._t
         masks = action_masks(env)
         if self.random_groups:
-            for g, a in env.sample_actions(groups=self.random_groups).items():
-                env.actions[g].copy_(a)
+            env.sample_actions(groups=self.random_groups, out=env.actions)
         for gi, (g, pol) in enumerate(self.policies.items()):
             b = self.buf[g]
             if g in self._heads:  # the actor's layers in the kernel, or torch's and the draw in the kernel

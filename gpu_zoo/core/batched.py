@@ -150,7 +150,7 @@ class BatchedEnv:
         self.info = {"final_obs": self.final_obs, "done": f.done, "active": self.active, "alive": self.alive}
         if self.action_masks:
             self.info["action_mask"] = self.action_masks
-        self._bounds = {}
+        self._bounds, self._box_affine = {}, {}
         for n, gi in g.items():
             sp = gi.action_space
             if isinstance(sp, gymnasium.spaces.Discrete):
@@ -160,6 +160,8 @@ class BatchedEnv:
             else:
                 self._bounds[n] = (torch.as_tensor(sp.low, device=self.device),
                                    torch.as_tensor(sp.high, device=self.device))
+                low, high = (b.to(self.actions[n].dtype) for b in self._bounds[n])
+                self._box_affine[n] = (low, high - low)
 
     # -------------------------------------------------------------------- API
     def reset(self, seed: int | None = None, episode_counts: torch.Tensor | None = None,
@@ -303,10 +305,17 @@ class BatchedEnv:
         for name, value in actions.items():  # every group checked before any is written: a refusal changes nothing
             self.check_actions(name, value)
         for name, value in actions.items():
-            self.actions[name].copy_(value)
+            if value is not self.actions[name]:
+                self.actions[name].copy_(value)
 
     def check_actions(self, name: str, value):
         """Raises ValueError, naming what is expected, unless ``value`` is a valid action tensor for group ``name``."""
+        discrete = self._check_action_tensor(name, value)
+        if self.validate:
+            self._check_values(name, value, discrete)
+
+    def _check_action_tensor(self, name: str, value) -> bool:
+        """Type, shape, device and dtype of an action tensor for group ``name``; returns whether it is discrete."""
         if name not in self.actions:
             raise ValueError(f"unknown group {name!r}; expected one of {list(self.groups)}")
         dst, gi = self.actions[name], self.layout.groups[name]
@@ -322,8 +331,7 @@ class BatchedEnv:
         if value.dtype not in allowed:
             kind = "an integer" if discrete else "a floating"
             raise ValueError(f"actions[{name!r}] must have {kind} dtype for {gi.action_space}, got {value.dtype}")
-        if self.validate:
-            self._check_values(name, value, discrete)
+        return discrete
 
     def _check_values(self, name, value, discrete):
         if discrete:
@@ -354,25 +362,45 @@ class BatchedEnv:
         obs = self.obs if obs is None else obs
         return torch.cat([obs[g].flatten(-2) for g in self.groups], dim=-1)
 
-    def sample_actions(self, generator: torch.Generator | None = None, groups=None) -> dict[str, torch.Tensor]:
+    def sample_actions(self, generator: torch.Generator | None = None, groups=None,
+                       out: Mapping[str, torch.Tensor] | None = None) -> dict[str, torch.Tensor]:
         """Uniformly random valid actions, made on the env's device (the batched ``action_space.sample()``).
 
         For a masked group each action (each dimension of a MultiDiscrete one) is uniform over
-        the entries its current mask allows.
+        the entries its current mask allows. ``out`` (``env.actions``, say) takes the draws in
+        place of new tensors: ``env.sample_actions(gen, out=env.actions); env.step()`` draws and
+        steps with no copy, one or two device kernels a group.
         """
-        out = {}
-        for g in self.groups if groups is None else groups:
+        groups = list(self.groups if groups is None else groups)
+        for g in groups:
+            if g not in self.actions:
+                raise ValueError(f"unknown group {g!r}; expected one of {list(self.groups)}")
+        if out is not None:
+            for g in groups:
+                if g not in out:
+                    raise ValueError(f"out has no tensor for group {g!r}")
+                self._check_action_tensor(g, out[g])
+        result = {}
+        for g in groups:
             sp, buf = self.single_action_space(g), self.actions[g]
+            dst = None if out is None else out[g]
             if g in self.action_masks:
-                out[g] = self._sample_masked(g, generator)
-                continue
-            u = torch.rand(buf.shape, device=self.device, generator=generator)
-            if isinstance(sp, gymnasium.spaces.Box):
-                low, high = self._bounds[g]
-                out[g] = low + (high - low) * u
+                drawn = self._sample_masked(g, generator)
+                result[g] = drawn if dst is None else dst.copy_(drawn)
+            elif isinstance(sp, gymnasium.spaces.Discrete):
+                # One kernel: integers drawn straight in the action dtype (and into ``dst`` when given).
+                kw = dict(generator=generator, device=self.device, dtype=buf.dtype)
+                result[g] = (torch.randint(int(sp.n), buf.shape, **kw) if dst is None
+                             else dst.random_(0, int(sp.n), generator=generator))
+            elif isinstance(sp, gymnasium.spaces.Box):
+                low, span = self._box_affine[g]
+                u = torch.rand(buf.shape, device=self.device, generator=generator, dtype=buf.dtype)
+                result[g] = torch.addcmul(low, span, u) if dst is None else torch.addcmul(low, span, u, out=dst)
             else:
-                out[g] = (u * self._bounds[g]).to(buf.dtype)
-        return out
+                u = torch.rand(buf.shape, device=self.device, generator=generator)
+                drawn = (u * self._bounds[g]).to(buf.dtype)
+                result[g] = drawn if dst is None else dst.copy_(drawn)
+        return result
 
     def _sample_masked(self, g: str, generator) -> torch.Tensor:
         # The arg-max of uniform scores over the allowed entries is a uniform pick among them.

@@ -37,8 +37,9 @@ WORKLOAD_NOTES = {
                       "over a short window after the first reset, an episode's dearest part.",
     "tag_gridworld": "Rows with a `window` are timed over whole episodes (100 steps). Our lead over WarpDrive at "
                      "2000 envs depends on the action mode: with fresh actions our step also pays the draws "
-                     "(`BatchedEnv.sample_actions`: a few torch kernels per group, tens of microseconds a step), "
-                     "which weigh most where the step itself is short; the README states both modes' ratios.",
+                     "(`BatchedEnv.sample_actions`; the gridworld's fresh rows predate its drawing into the action "
+                     "buffers with one kernel a group, and pay a few torch kernels a group, tens of microseconds a "
+                     "step), which weigh most where the step itself is short; the README states both modes' ratios.",
     "sb3_simple_tag": "SB3 PPO (`n_steps` 64, 4 epochs, 4 minibatches, MLP policy, on the CPU) trained through "
                       "each vector env with the same number of slots (*num_envs* here). *env-steps/s* are SB3 "
                       "timesteps per second of `PPO.learn`, rollouts and updates together. SuperSuit: MPE2's "

@@ -10,7 +10,7 @@ from .core.spec import EnvSpec
 _ENTRIES: dict[str, str] = {
     "tag_continuous_v0": "gpu_zoo.tag.continuous:SPEC",
     "tag_gridworld_v0": "gpu_zoo.tag.gridworld:SPEC",
-    "simple_tag_v3": "gpu_zoo.tag.simple_tag:SPEC",
+    "simple_tag_v3": "gpu_zoo.mpe.simple_tag:SPEC",
     "simple_v3": "gpu_zoo.mpe.simple:SPEC",
     "simple_spread_v3": "gpu_zoo.mpe.simple_spread:SPEC",
     "simple_adversary_v3": "gpu_zoo.mpe.simple_adversary:SPEC",

@@ -46,8 +46,11 @@ def cache_dir() -> Path:
 
 
 def _const_literal(v) -> str:
-    if isinstance(v, bool):
-        return repr(v)
+    """Source of a compile-time constant: float32 for a Python float, np.float64 kept, tuples element by element."""
+    if isinstance(v, tuple):
+        return "(" + "".join(_const_literal(x) + ", " for x in v) + ")"
+    if isinstance(v, bool | np.bool_):
+        return repr(bool(v))
     if isinstance(v, int):
         return repr(v)
     if isinstance(v, np.float64):

@@ -205,7 +205,8 @@ class EnvSpec:
         observe: phases run after every reset and step to fill ``s.obs_<group>``: usually
             a `PerObs`, optionally after `PerAgent`/`PerEnv` phases preparing what it reads.
         constants: ``constants(params) -> dict`` of extra compile-time values for the kernels
-            (bools, ints, floats compiled as float32, or ``np.float64`` values kept double).
+            (bools, ints, floats compiled as float32, or ``np.float64`` values kept double, and
+            tuples of these: a table indexed in the kernels, ``p.size[j]``, read from no memory).
         render: ``render(state, params) -> uint8 (H, W, 3)``; ``state`` maps field names to the
             NumPy arrays of one environment.
         module: the module whose docstring documents the environment.

@@ -107,13 +107,16 @@ def groups(p: CollectTreasureParams) -> tuple[Group, ...]:
             Group("deposit", p.num_deposits, (*me, *tail), act))
 
 
-def fields(p: CollectTreasureParams) -> tuple[Field, ...]:
+def world(p: CollectTreasureParams) -> particles.World:
     C, D, T = p.num_collectors, p.num_deposits, p.num_treasures
-    world = particles.world_fields(sizes=(COLLECTOR_SIZE,) * C + (DEPOSIT_SIZE,) * D + (TREASURE_SIZE,) * T,
-                                   collides=(0,) * (C + D + T), accels=(ACCEL,) * (C + D),
-                                   max_speeds=(MAX_SPEED,) * (C + D),
-                                   masses=(COLLECTOR_MASS,) * C + (DEPOSIT_MASS,) * D)
-    return (*world,
+    return particles.World(sizes=(COLLECTOR_SIZE,) * C + (DEPOSIT_SIZE,) * D + (TREASURE_SIZE,) * T,
+                           collides=(0,) * (C + D + T), accels=(ACCEL,) * (C + D), max_speeds=(MAX_SPEED,) * (C + D),
+                           masses=(COLLECTOR_MASS,) * C + (DEPOSIT_MASS,) * D)
+
+
+def fields(p: CollectTreasureParams) -> tuple[Field, ...]:
+    C, T = p.num_collectors, p.num_treasures
+    return (*world(p).fields(),
             Field("holding", "i32", (C,), "the type of the treasure each collector carries, -1 for none"),
             Field("treasure_type", "i32", (T,), "each treasure's type (the deposit that accepts it)"),
             Field("treasure_alive", "u8", (T,), "1 while a treasure is on the map"),
@@ -121,7 +124,7 @@ def fields(p: CollectTreasureParams) -> tuple[Field, ...]:
 
 
 def constants(p: CollectTreasureParams) -> dict:
-    return {"num_entities": p.num_collectors + p.num_deposits + p.num_treasures}
+    return world(p).constants()
 
 
 # ------------------------------------------------------------------ phases
@@ -151,9 +154,9 @@ def place_treasures(s, p, e):
 @kernel_fn
 def read_discrete_action(s, p, e, a):
     if a < p.num_collectors:
-        discrete_force(s, e, a, s.act_collector[e, a])
+        discrete_force(s, p, e, a, s.act_collector[e, a])
     else:
-        discrete_force(s, e, a, s.act_deposit[e, a - p.num_collectors])
+        discrete_force(s, p, e, a, s.act_deposit[e, a - p.num_collectors])
 
 
 @kernel_fn
@@ -165,7 +168,8 @@ def _move(s, p, e, a, c):
 
 @kernel_fn
 def read_continuous_action(s, p, e, a):
-    continuous_force(s, e, a, _move(s, p, e, a, 2) - _move(s, p, e, a, 1), _move(s, p, e, a, 4) - _move(s, p, e, a, 3))
+    ux = _move(s, p, e, a, 2) - _move(s, p, e, a, 1)
+    continuous_force(s, p, e, a, ux, _move(s, p, e, a, 4) - _move(s, p, e, a, 3))
 
 
 @kernel_fn
@@ -177,7 +181,7 @@ def pick_up_and_deliver(s, p, e):
         j = p.num_agents + t
         if s.treasure_alive[e, t]:
             for c in range(C):
-                if s.holding[e, c] < 0 and is_collision(s, e, j, c):
+                if s.holding[e, c] < 0 and is_collision(s, p, e, j, c):
                     rew += 5.0
                     s.treasure_alive[e, t] = 0
                     s.holding[e, c] = s.treasure_type[e, t]
@@ -189,7 +193,7 @@ def pick_up_and_deliver(s, p, e):
     delivered = 0.0
     for c in range(C):
         kind = s.holding[e, c]
-        if kind >= 0 and is_collision(s, e, c, C + kind):
+        if kind >= 0 and is_collision(s, p, e, c, C + kind):
             delivered += 5.0
             s.holding[e, c] = -1
     s.shared_rew[e] = rew + delivered
@@ -201,7 +205,7 @@ def reward(s, p, e, a):
     rew = 0.0
     if a < C:
         for o in range(C):
-            if o != a and is_collision(s, e, a, o):
+            if o != a and is_collision(s, p, e, a, o):
                 rew -= 5.0
         kind = s.holding[e, a]
         if kind < 0:
@@ -306,10 +310,12 @@ def render(state: dict, p: CollectTreasureParams, size: int = 320) -> np.ndarray
     colors += [np.array(TYPE_COLORS[int(k)]) for k in state["treasure_type"]]
     shown = dict(state)  # treasures off the map are not drawn, nor framed by the camera
     gone = np.flatnonzero(np.asarray(state["treasure_alive"]) == 0) + C + D
-    for name in ("pos_x", "pos_y", "size"):
+    radii = np.array(world(p).sizes, dtype=np.float64)
+    radii[gone] = 0.0
+    for name in ("pos_x", "pos_y"):
         shown[name] = np.array(state[name], dtype=np.float64)
         shown[name][gone] = 0.0
-    return particles.render(shown, [particles.rgb(c) for c in colors], size, p.max_cycles)
+    return particles.render(shown, [particles.rgb(c) for c in colors], radii, size, p.max_cycles)
 
 
 SPEC = EnvSpec(

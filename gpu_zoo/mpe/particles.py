@@ -2,9 +2,10 @@
 
 MPE2's ``World.step`` and the parts of its ``SimpleEnv`` that act on it, as kernel functions a
 scenario's phases call. Entities are the agents, in agent order, then the landmarks. A scenario
-gives each entity's properties as constant tables (`world_fields`), written once into every
-environment; the state is double precision, as in MPE2, and every sum runs in MPE2's order, so
-trajectories match MPE2's bit for bit.
+describes them with a `World` (each entity's size and whether it collides, each agent's
+acceleration, speed limit and mass), which the kernels take as compile-time constants; the state
+(positions, velocities, forces) is double precision, as in MPE2, and every sum runs in MPE2's
+order, so trajectories match MPE2's bit for bit.
 
 A step, as MPE2 takes it: each agent's action becomes a force (`discrete_force`,
 `continuous_force`: the move times the agent's ``accel``, 5 when it has none); every pair of
@@ -18,6 +19,7 @@ to the agent's ``max_speed`` where it has one. Landmarks never move.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -35,31 +37,46 @@ DIM_C = 2
 """Length of a communication vector in the scenarios that carry one, spoken or not."""
 
 
-def world_fields(sizes, collides, accels=None, max_speeds=None, masses=None) -> tuple[Field, ...]:
-    """The particle state of ``len(sizes)`` entities of which the first ``len(accels)`` are agents.
+@dataclass(frozen=True)
+class World:
+    """The entities of a scenario: ``len(sizes)`` of them, of which the first ``len(accels)`` are agents.
 
     ``sizes`` and ``collides`` per entity; ``accels`` and ``max_speeds`` per agent (None for
-    MPE2's None: the default sensitivity, no speed limit); ``masses`` per agent where they are
-    not all 1, for `integrate_with_mass`.
+    MPE2's None: the default sensitivity, no speed limit); ``masses`` per agent (None: all 1,
+    for `integrate`; else `integrate_with_mass`). These never change during an episode, so they
+    are compile-time constants of the kernels (``p.size[j]``, ``p.collide[j]``, ``p.accel[a]``,
+    ``p.max_speed[a]``, ``p.mass[a]``), not per-env fields: the step reads no table from memory.
     """
-    N, A = len(sizes), len(accels)
-    mass = () if masses is None else (Field("mass", "f64", (A,), "mass of each agent",
-                                            init=tuple(float(v) for v in masses)),)
-    return (*mass,
-        Field("pos_x", "f64", (N,), "x of agents, then landmarks"),
-        Field("pos_y", "f64", (N,), "y of agents, then landmarks"),
-        Field("vel_x", "f64", (A,), "x velocity of each agent"),
-        Field("vel_y", "f64", (A,), "y velocity of each agent"),
-        Field("force_x", "f64", (A,), "x force of the last step (action, then contacts)"),
-        Field("force_y", "f64", (A,), "y force of the last step (action, then contacts)"),
-        Field("size", "f64", (N,), "radius of each entity", init=tuple(float(v) for v in sizes)),
-        Field("collide", "u8", (N,), "whether each entity takes part in contacts",
-              init=tuple(int(v) for v in collides)),
-        Field("accel", "f64", (A,), "action scale of each agent",
-              init=tuple(SENSITIVITY if v is None else float(v) for v in accels)),
-        Field("max_speed", "f64", (A,), "speed limit of each agent (0: none)",
-              init=tuple(0.0 if v is None else float(v) for v in (max_speeds or [None] * A))),
-    )
+
+    sizes: tuple
+    collides: tuple
+    accels: tuple
+    max_speeds: tuple | None = None
+    masses: tuple | None = None
+
+    def fields(self) -> tuple[Field, ...]:
+        """The particle state: positions of every entity; velocities and forces of the agents (float64, as MPE2)."""
+        N, A = len(self.sizes), len(self.accels)
+        return (
+            Field("pos_x", "f64", (N,), "x of agents, then landmarks"),
+            Field("pos_y", "f64", (N,), "y of agents, then landmarks"),
+            Field("vel_x", "f64", (A,), "x velocity of each agent"),
+            Field("vel_y", "f64", (A,), "y velocity of each agent"),
+            Field("force_x", "f64", (A,), "x force of the last step (action, then contacts)"),
+            Field("force_y", "f64", (A,), "y force of the last step (action, then contacts)"),
+        )
+
+    def constants(self) -> dict:
+        """The entity tables, as the kernels' constants (float64, so every sum is MPE2's)."""
+        A = len(self.accels)
+        out = {"num_entities": len(self.sizes),
+               "size": tuple(np.float64(v) for v in self.sizes),
+               "collide": tuple(bool(v) for v in self.collides), "collide_all": all(self.collides),
+               "accel": tuple(np.float64(SENSITIVITY if v is None else v) for v in self.accels),
+               "max_speed": tuple(np.float64(0.0 if v is None else v) for v in (self.max_speeds or (None,) * A))}
+        if self.masses is not None:
+            out["mass"] = tuple(np.float64(v) for v in self.masses)
+        return out
 
 
 # ------------------------------------------------------------------ starts
@@ -99,19 +116,31 @@ def place_landmarks_and_goal(s, p, e):
 
 # ------------------------------------------------------------------ actions
 @kernel_fn
-def discrete_force(s, e, a, k):
+def discrete_force(s, p, e, a, k):
     """MPE2's ``_set_action`` for movement k of Discrete(5): no-op, -x, +x, -y, +y, times the agent's accel."""
-    scale = s.accel[e, a]
+    scale = p.accel[a]
     s.force_x[e, a] = (-1.0 if k == 1 else (1.0 if k == 2 else 0.0)) * scale
     s.force_y[e, a] = (-1.0 if k == 3 else (1.0 if k == 4 else 0.0)) * scale
 
 
 @kernel_fn
-def continuous_force(s, e, a, ux, uy):
+def continuous_force(s, p, e, a, ux, uy):
     """MPE2's ``_set_action`` for Box(0, 1, (5,)): ``ux = a[2] - a[1]``, ``uy = a[4] - a[3]`` (float32), times accel."""
-    scale = s.accel[e, a]
+    scale = p.accel[a]
     s.force_x[e, a] = np.float64(ux) * scale
     s.force_y[e, a] = np.float64(uy) * scale
+
+
+@kernel_fn
+def move_discrete(s, p, e, a, k):
+    """A group-bound action reader (`PerAgent(move_discrete, group=...)`) for a Discrete(5) move."""
+    discrete_force(s, p, e, a, k)
+
+
+@kernel_fn
+def move_continuous(s, p, e, a, u):
+    """A group-bound action reader for a Box(0, 1, (5,)) move."""
+    continuous_force(s, p, e, a, u[2] - u[1], u[4] - u[3])
 
 
 # ------------------------------------------------------------------ physics
@@ -128,15 +157,15 @@ def _log1p_exp(v):
 @kernel_fn
 def add_contact_forces(s, p, e, a):
     """Adds to agent a's force the contact force of every other colliding entity, in entity order, as MPE2 sums them."""
-    if not s.collide[e, a]:
+    if not (p.collide_all or p.collide[a]):
         return
     fx, fy = s.force_x[e, a], s.force_y[e, a]
     for j in range(p.num_entities):
-        if j == a or not s.collide[e, j]:
+        if j == a or not (p.collide_all or p.collide[j]):
             continue
         dx, dy = s.pos_x[e, a] - s.pos_x[e, j], s.pos_y[e, a] - s.pos_y[e, j]
         dist = math.sqrt(dx * dx + dy * dy)
-        pen = _log1p_exp(-(dist - (s.size[e, a] + s.size[e, j])) / CONTACT_MARGIN) * CONTACT_MARGIN
+        pen = _log1p_exp(-(dist - (p.size[a] + p.size[j])) / CONTACT_MARGIN) * CONTACT_MARGIN
         fx = CONTACT_FORCE * dx / dist * pen + fx
         fy = CONTACT_FORCE * dy / dist * pen + fy
     s.force_x[e, a], s.force_y[e, a] = fx, fy
@@ -145,22 +174,22 @@ def add_contact_forces(s, p, e, a):
 @kernel_fn
 def integrate(s, p, e, a):
     """MPE2's ``integrate_state`` for agent a of unit mass: move, damp, accelerate, clip the speed."""
-    _integrate(s, e, a, 1.0)
+    _integrate(s, p, e, a, 1.0)
 
 
 @kernel_fn
 def integrate_with_mass(s, p, e, a):
-    """`integrate` for a world whose agents have masses of their own (a ``mass`` field, one per agent)."""
-    _integrate(s, e, a, s.mass[e, a])
+    """`integrate` for a world whose agents have masses of their own (`World`'s ``masses``)."""
+    _integrate(s, p, e, a, p.mass[a])
 
 
 @kernel_fn
-def _integrate(s, e, a, mass):
+def _integrate(s, p, e, a, mass):
     s.pos_x[e, a] += s.vel_x[e, a] * DT
     s.pos_y[e, a] += s.vel_y[e, a] * DT
     vx = s.vel_x[e, a] * (1 - DAMPING) + (s.force_x[e, a] / mass) * DT
     vy = s.vel_y[e, a] * (1 - DAMPING) + (s.force_y[e, a] / mass) * DT
-    top = s.max_speed[e, a]
+    top = p.max_speed[a]
     if top > 0.0:
         speed = math.sqrt(vx * vx + vy * vy)
         if speed > top:
@@ -178,9 +207,9 @@ def distance(s, e, i, j):
 
 
 @kernel_fn
-def is_collision(s, e, i, j):
+def is_collision(s, p, e, i, j):
     """MPE2's scenarios' ``is_collision``: closer than the sum of the two sizes."""
-    return distance(s, e, i, j) < s.size[e, i] + s.size[e, j]
+    return distance(s, e, i, j) < p.size[i] + p.size[j]
 
 
 @kernel_fn
@@ -225,12 +254,22 @@ def own(s, e, a, i):
     return np.float32(s.pos_y[e, a])
 
 
+@kernel_fn
+def bound_penalty(x):
+    """MPE2's penalty for a good agent at |coordinate| x: 0 below 0.9, linear to 1, then exponential up to 10."""
+    if x < 0.9:
+        return 0.0
+    if x < 1.0:
+        return (x - 0.9) * 10
+    return min(math.exp(2 * x - 2), 10.0)
+
+
 # ------------------------------------------------------------------ render
-def render(state: dict, colors, size: int = 320, max_cycles: int | None = None) -> np.ndarray:
-    """MPE's view: each entity a disc of its size and colour (``colors``: one RGB each), the camera on them all."""
+def render(state: dict, colors, radii, size: int = 320, max_cycles: int | None = None) -> np.ndarray:
+    """MPE's view: each entity a disc of its radius and colour (``colors``: one RGB each), the camera on them all."""
     from gpu_zoo.core.render import Canvas
 
-    xs, ys, radii = state["pos_x"], state["pos_y"], state["size"]
+    xs, ys = state["pos_x"], state["pos_y"]
     cam = max(1.0, float(np.max(np.abs(np.concatenate([xs, ys])))) + 0.2)
     c = Canvas(size, (2 * cam, 2 * cam))
     order = list(range(len(colors) - 1, -1, -1))  # landmarks under the agents, as MPE2 draws them

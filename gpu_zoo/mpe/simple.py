@@ -58,22 +58,27 @@ def groups(p: SimpleParams) -> tuple[Group, ...]:
                   move_space(p.continuous_actions)),)
 
 
+def world(p: SimpleParams) -> particles.World:
+    return particles.World(sizes=(AGENT_SIZE, LANDMARK_SIZE), collides=(0, 0), accels=(None,))
+
+
 def fields(p: SimpleParams):
-    return particles.world_fields(sizes=(AGENT_SIZE, LANDMARK_SIZE), collides=(0, 0), accels=(None,))
+    return world(p).fields()
 
 
 def constants(p: SimpleParams) -> dict:
-    return {"num_entities": 2}
+    return world(p).constants()
 
 
 @kernel_fn
 def read_discrete_action(s, p, e, a):
-    discrete_force(s, e, a, s.act_agent[e, a])
+    discrete_force(s, p, e, a, s.act_agent[e, a])
 
 
 @kernel_fn
 def read_continuous_action(s, p, e, a):
-    continuous_force(s, e, a, s.act_agent[e, a, 2] - s.act_agent[e, a, 1], s.act_agent[e, a, 4] - s.act_agent[e, a, 3])
+    act = s.act_agent
+    continuous_force(s, p, e, a, act[e, a, 2] - act[e, a, 1], act[e, a, 4] - act[e, a, 3])
 
 
 @kernel_fn
@@ -93,7 +98,7 @@ def observe(s, p, e, a, i):
 
 
 def render(state: dict, p: SimpleParams, size: int = 320) -> np.ndarray:
-    return particles.render(state, COLORS, size, p.max_cycles)
+    return particles.render(state, COLORS, world(p).sizes, size, p.max_cycles)
 
 
 SPEC = EnvSpec(

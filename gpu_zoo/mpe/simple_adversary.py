@@ -92,16 +92,19 @@ def groups(p: SimpleAdversaryParams) -> tuple[Group, ...]:
     return (Group("adversary", 1, seen, act), Group("agent", p.N, (ObsBlock("goal_rel_pos", 2), *seen), act))
 
 
-def fields(p: SimpleAdversaryParams) -> tuple[Field, ...]:
+def world(p: SimpleAdversaryParams) -> particles.World:
     A = p.N + 1
-    world = particles.world_fields(sizes=(AGENT_SIZE,) * A + (LANDMARK_SIZE,) * p.N, collides=(0,) * (A + p.N),
-                                   accels=(None,) * A)
-    return (*world, Field("goal", "i32", (), "entity index of the goal landmark"))
+    return particles.World(sizes=(AGENT_SIZE,) * A + (LANDMARK_SIZE,) * p.N, collides=(0,) * (A + p.N),
+                           accels=(None,) * A)
+
+
+def fields(p: SimpleAdversaryParams) -> tuple[Field, ...]:
+    return (*world(p).fields(), Field("goal", "i32", (), "entity index of the goal landmark"))
 
 
 def constants(p: SimpleAdversaryParams) -> dict:
     L, K = observed(p)
-    return {"num_entities": 2 * p.N + 1, "observed_landmarks": L, "observed_agents": K,
+    return {**world(p).constants(), "observed_landmarks": L, "observed_agents": K,
             "nearest_landmarks": p.num_landmark_neighbors is not None,
             "nearest_agents": p.num_agent_neighbors is not None}
 
@@ -110,7 +113,7 @@ def constants(p: SimpleAdversaryParams) -> dict:
 @kernel_fn
 def read_discrete_action(s, p, e, a):
     k = s.act_adversary[e, a] if a < p.adversary_hi else s.act_agent[e, a - p.agent_lo]
-    discrete_force(s, e, a, k)
+    discrete_force(s, p, e, a, k)
 
 
 @kernel_fn
@@ -121,7 +124,7 @@ def read_continuous_action(s, p, e, a):
     else:
         ux = s.act_agent[e, a - p.agent_lo, 2] - s.act_agent[e, a - p.agent_lo, 1]
         uy = s.act_agent[e, a - p.agent_lo, 4] - s.act_agent[e, a - p.agent_lo, 3]
-    continuous_force(s, e, a, ux, uy)
+    continuous_force(s, p, e, a, ux, uy)
 
 
 @kernel_fn
@@ -168,7 +171,8 @@ def observe(s, p, e, a, i):
 
 def render(state: dict, p: SimpleAdversaryParams, size: int = 320) -> np.ndarray:
     landmarks = [GOAL_COLOR if p.N + 1 + i == int(state["goal"]) else LANDMARK_COLOR for i in range(p.N)]
-    return particles.render(state, (ADVERSARY_COLOR,) + (AGENT_COLOR,) * p.N + tuple(landmarks), size, p.max_cycles)
+    return particles.render(state, (ADVERSARY_COLOR,) + (AGENT_COLOR,) * p.N + tuple(landmarks), world(p).sizes, size,
+                            p.max_cycles)
 
 
 SPEC = EnvSpec(

@@ -71,17 +71,20 @@ def groups(p: SimpleCryptoParams) -> tuple[Group, ...]:
             Group("alice", 1, (ObsBlock("goal", DIM_C), ObsBlock("key", DIM_C)), say))
 
 
+def world(p: SimpleCryptoParams) -> particles.World:
+    return particles.World(sizes=(SIZE,) * (NUM_AGENTS + NUM_LANDMARKS), collides=(0,) * (NUM_AGENTS + NUM_LANDMARKS),
+                           accels=(None,) * NUM_AGENTS)
+
+
 def fields(p: SimpleCryptoParams) -> tuple[Field, ...]:
-    world = particles.world_fields(sizes=(SIZE,) * (NUM_AGENTS + NUM_LANDMARKS),
-                                   collides=(0,) * (NUM_AGENTS + NUM_LANDMARKS), accels=(None,) * NUM_AGENTS)
-    return (*world, Field("goal", "i32", (), "entity index of the landmark whose colour is the goal word"),
+    return (*world(p).fields(), Field("goal", "i32", (), "entity index of the landmark whose colour is the goal word"),
             Field("key", "i32", (), "entity index of the landmark whose colour is the key"),
             Field("message", "f32", (NUM_AGENTS, DIM_C), "each agent's word of the last step (float32 holds"
                                                      " each exactly: action values or a one-hot)"))
 
 
 def constants(p: SimpleCryptoParams) -> dict:
-    return {"num_entities": NUM_AGENTS + NUM_LANDMARKS}
+    return world(p).constants()
 
 
 # ------------------------------------------------------------------ phases
@@ -180,7 +183,7 @@ def render(state: dict, p: SimpleCryptoParams, size: int = 320) -> np.ndarray:
     words = [tuple(1.0 if c == j else 0.0 for c in range(3)) for j in range(NUM_LANDMARKS)]
     bob = words[int(state["goal"]) - NUM_AGENTS]
     colors = [particles.rgb(c) for c in ((0.75, 0.25, 0.25), bob, (0.25, 0.25, 0.25), *words)]
-    return particles.render(state, colors, size, p.max_cycles)
+    return particles.render(state, colors, world(p).sizes, size, p.max_cycles)
 
 
 SPEC = EnvSpec(

@@ -46,12 +46,16 @@ def groups(p):
     return targets.groups(p, 1)
 
 
+def world(p):
+    return targets.world(p, AGENT_SIZE, LANDMARK_SIZE, 1)
+
+
 def fields(p):
-    return targets.fields(p, AGENT_SIZE, LANDMARK_SIZE, 1)
+    return targets.fields(p, world(p))
 
 
 def constants(p) -> dict:
-    return {"num_entities": p.N + 1}
+    return world(p).constants()
 
 
 @kernel_fn
@@ -82,7 +86,7 @@ def place_targets(s, p, e):
 
 
 def render(state: dict, p, size: int = 320):
-    return targets.render(state, p, 1, size)
+    return targets.render(state, p, world(p), size)
 
 
 SPEC = EnvSpec(

@@ -51,12 +51,16 @@ def groups(p: ShapeParams):
     return targets.groups(p, 2)
 
 
+def world(p: ShapeParams):
+    return targets.world(p, AGENT_SIZE, LANDMARK_SIZE, 2)
+
+
 def fields(p: ShapeParams):
-    return targets.fields(p, AGENT_SIZE, LANDMARK_SIZE, 2)
+    return targets.fields(p, world(p))
 
 
 def constants(p: ShapeParams) -> dict:
-    return {"num_entities": p.N + 2}
+    return world(p).constants()
 
 
 @kernel_fn
@@ -78,7 +82,7 @@ def place_line(s, p, e):
 
 
 def render(state: dict, p: ShapeParams, size: int = 320):
-    return targets.render(state, p, 2, size)
+    return targets.render(state, p, world(p), size)
 
 
 SPEC = EnvSpec(

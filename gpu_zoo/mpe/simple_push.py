@@ -78,20 +78,23 @@ def groups(p: SimplePushParams) -> tuple[Group, ...]:
                                ObsBlock("other_rel_pos", 2)), act))
 
 
+def world(p: SimplePushParams) -> particles.World:
+    return particles.World(sizes=(SIZE,) * (2 + NUM_LANDMARKS), collides=(1, 1) + (0,) * NUM_LANDMARKS,
+                           accels=(None, None))
+
+
 def fields(p: SimplePushParams) -> tuple[Field, ...]:
-    world = particles.world_fields(sizes=(SIZE,) * (2 + NUM_LANDMARKS), collides=(1, 1) + (0,) * NUM_LANDMARKS,
-                                   accels=(None, None))
-    return (*world, Field("goal", "i32", (), "entity index of the goal landmark"))
+    return (*world(p).fields(), Field("goal", "i32", (), "entity index of the goal landmark"))
 
 
 def constants(p: SimplePushParams) -> dict:
-    return {"num_entities": 2 + NUM_LANDMARKS}
+    return world(p).constants()
 
 
 # ------------------------------------------------------------------ phases
 @kernel_fn
 def read_discrete_action(s, p, e, a):
-    discrete_force(s, e, a, s.act_adversary[e, 0] if a < p.adversary_hi else s.act_agent[e, 0])
+    discrete_force(s, p, e, a, s.act_adversary[e, 0] if a < p.adversary_hi else s.act_agent[e, 0])
 
 
 @kernel_fn
@@ -102,7 +105,7 @@ def read_continuous_action(s, p, e, a):
     else:
         ux = s.act_agent[e, 0, 2] - s.act_agent[e, 0, 1]
         uy = s.act_agent[e, 0, 4] - s.act_agent[e, 0, 3]
-    continuous_force(s, e, a, ux, uy)
+    continuous_force(s, p, e, a, ux, uy)
 
 
 @kernel_fn
@@ -148,7 +151,7 @@ def render(state: dict, p: SimplePushParams, size: int = 320) -> np.ndarray:
     goal = int(state["goal"]) - 2
     agent = particles.rgb([0.25 + (0.5 if c == goal + 1 else 0.0) for c in range(3)])
     landmarks = tuple(particles.rgb([0.1 + (0.8 if c == i + 1 else 0.0) for c in range(3)]) for i in range(2))
-    return particles.render(state, (ADVERSARY_COLOR, agent, *landmarks), size, p.max_cycles)
+    return particles.render(state, (ADVERSARY_COLOR, agent, *landmarks), world(p).sizes, size, p.max_cycles)
 
 
 SPEC = EnvSpec(

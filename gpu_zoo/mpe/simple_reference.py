@@ -84,17 +84,20 @@ def groups(p: SimpleReferenceParams) -> tuple[Group, ...]:
     return (Group("agent", NUM_AGENTS, obs, act),)
 
 
+def world(p: SimpleReferenceParams) -> particles.World:
+    return particles.World(sizes=(SIZE,) * (NUM_AGENTS + NUM_LANDMARKS), collides=(0,) * (NUM_AGENTS + NUM_LANDMARKS),
+                           accels=(None,) * NUM_AGENTS)
+
+
 def fields(p: SimpleReferenceParams) -> tuple[Field, ...]:
-    world = particles.world_fields(sizes=(SIZE,) * (NUM_AGENTS + NUM_LANDMARKS),
-                                   collides=(0,) * (NUM_AGENTS + NUM_LANDMARKS), accels=(None,) * NUM_AGENTS)
-    return (*world, Field("goal", "i32", (NUM_AGENTS,), "entity index of the landmark each agent knows of (the "
-                                                        "other's goal)"),
+    return (*world(p).fields(),
+            Field("goal", "i32", (NUM_AGENTS,), "entity index of the landmark each agent knows of (the other's goal)"),
             Field("message", "f32", (NUM_AGENTS, DIM_C), "each agent's word of the last step (float32 holds"
                                                      " each exactly: action values or a one-hot)"))
 
 
 def constants(p: SimpleReferenceParams) -> dict:
-    return {"num_entities": NUM_AGENTS + NUM_LANDMARKS}
+    return world(p).constants()
 
 
 # ------------------------------------------------------------------ phases
@@ -116,7 +119,7 @@ def draw_goals(s, p, e):
 @kernel_fn
 def read_discrete_action(s, p, e, a):
     k = s.act_agent[e, a]
-    discrete_force(s, e, a, k % MOVES)
+    discrete_force(s, p, e, a, k % MOVES)
     word = k // MOVES
     for c in range(DIM_C):
         s.message[e, a, c] = 1.0 if c == word else 0.0
@@ -124,7 +127,8 @@ def read_discrete_action(s, p, e, a):
 
 @kernel_fn
 def read_continuous_action(s, p, e, a):
-    continuous_force(s, e, a, s.act_agent[e, a, 2] - s.act_agent[e, a, 1], s.act_agent[e, a, 4] - s.act_agent[e, a, 3])
+    act = s.act_agent
+    continuous_force(s, p, e, a, act[e, a, 2] - act[e, a, 1], act[e, a, 4] - act[e, a, 3])
     for c in range(DIM_C):
         s.message[e, a, c] = s.act_agent[e, a, MOVES + c]
 
@@ -162,7 +166,7 @@ def render(state: dict, p: SimpleReferenceParams, size: int = 320) -> np.ndarray
     goals = [int(g) - NUM_AGENTS for g in state["goal"]]
     agents = (particles.rgb(_landmark_color(goals[1])), particles.rgb(_landmark_color(goals[0])))
     landmarks = tuple(particles.rgb(_landmark_color(j)) for j in range(NUM_LANDMARKS))
-    return particles.render(state, agents + landmarks, size, p.max_cycles)
+    return particles.render(state, agents + landmarks, world(p).sizes, size, p.max_cycles)
 
 
 SPEC = EnvSpec(

@@ -71,16 +71,19 @@ def groups(p: SimpleSpeakerListenerParams) -> tuple[Group, ...]:
                                   ObsBlock("speaker_message", DIM_C)), move_space(p.continuous_actions)))
 
 
+def world(p: SimpleSpeakerListenerParams) -> particles.World:
+    return particles.World(sizes=(AGENT_SIZE,) * 2 + (LANDMARK_SIZE,) * NUM_LANDMARKS,
+                           collides=(0,) * (2 + NUM_LANDMARKS), accels=(None, None))
+
+
 def fields(p: SimpleSpeakerListenerParams) -> tuple[Field, ...]:
-    world = particles.world_fields(sizes=(AGENT_SIZE,) * 2 + (LANDMARK_SIZE,) * NUM_LANDMARKS,
-                                   collides=(0,) * (2 + NUM_LANDMARKS), accels=(None, None))
-    return (*world, Field("goal", "i32", (), "entity index of the goal landmark"),
+    return (*world(p).fields(), Field("goal", "i32", (), "entity index of the goal landmark"),
             Field("message", "f32", (DIM_C,), "the speaker's word of the last step (float32 holds each"
                                           " exactly: action values or a one-hot)"))
 
 
 def constants(p: SimpleSpeakerListenerParams) -> dict:
-    return {"num_entities": 2 + NUM_LANDMARKS}
+    return world(p).constants()
 
 
 # ------------------------------------------------------------------ phases
@@ -99,7 +102,7 @@ def read_discrete_action(s, p, e, a):
         for c in range(DIM_C):
             s.message[e, c] = 1.0 if c == s.act_speaker[e, 0] else 0.0
     else:
-        discrete_force(s, e, a, s.act_listener[e, 0])
+        discrete_force(s, p, e, a, s.act_listener[e, 0])
 
 
 @kernel_fn
@@ -108,7 +111,7 @@ def read_continuous_action(s, p, e, a):
         for c in range(DIM_C):
             s.message[e, c] = s.act_speaker[e, 0, c]
     else:
-        continuous_force(s, e, a, s.act_listener[e, 0, 2] - s.act_listener[e, 0, 1],
+        continuous_force(s, p, e, a, s.act_listener[e, 0, 2] - s.act_listener[e, 0, 1],
                          s.act_listener[e, 0, 4] - s.act_listener[e, 0, 3])
 
 
@@ -143,7 +146,7 @@ def render(state: dict, p: SimpleSpeakerListenerParams, size: int = 320) -> np.n
     goal = LANDMARK_COLORS[int(state["goal"]) - 2]
     listener = particles.rgb([c + 0.45 for c in goal])
     colors = (particles.rgb((0.25, 0.25, 0.25)), listener, *(particles.rgb(c) for c in LANDMARK_COLORS))
-    return particles.render(state, colors, size, p.max_cycles)
+    return particles.render(state, colors, world(p).sizes, size, p.max_cycles)
 
 
 SPEC = EnvSpec(

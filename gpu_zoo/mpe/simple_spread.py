@@ -105,15 +105,18 @@ def groups(p: SimpleSpreadParams) -> tuple[Group, ...]:
     return (Group("agent", p.N, obs, move_space(p.continuous_actions)),)
 
 
+def world(p: SimpleSpreadParams) -> particles.World:
+    return particles.World(sizes=(AGENT_SIZE,) * p.N + (LANDMARK_SIZE,) * p.N, collides=(1,) * p.N + (0,) * p.N,
+                           accels=(None,) * p.N)
+
+
 def fields(p: SimpleSpreadParams) -> tuple[Field, ...]:
-    N = p.N
-    world = particles.world_fields(sizes=(AGENT_SIZE,) * N + (LANDMARK_SIZE,) * N, collides=(1,) * N + (0,) * N,
-                                   accels=(None,) * N)
-    return (*world, Field("shared_rew", "f64", (), "this step's shared reward, before the mix with each agent's own"))
+    return (*world(p).fields(),
+            Field("shared_rew", "f64", (), "this step's shared reward, before the mix with each agent's own"))
 
 
 def constants(p: SimpleSpreadParams) -> dict:
-    return {"num_entities": 2 * p.N, "observed_landmarks": observed_landmarks(p),
+    return {**world(p).constants(), "observed_landmarks": observed_landmarks(p),
             "observed_agents": observed_agents(p), "nearest_landmarks": p.num_landmark_neighbors is not None,
             "nearest_agents": p.num_agent_neighbors is not None}
 
@@ -121,12 +124,13 @@ def constants(p: SimpleSpreadParams) -> dict:
 # ------------------------------------------------------------------ phases
 @kernel_fn
 def read_discrete_action(s, p, e, a):
-    discrete_force(s, e, a, s.act_agent[e, a])
+    discrete_force(s, p, e, a, s.act_agent[e, a])
 
 
 @kernel_fn
 def read_continuous_action(s, p, e, a):
-    continuous_force(s, e, a, s.act_agent[e, a, 2] - s.act_agent[e, a, 1], s.act_agent[e, a, 4] - s.act_agent[e, a, 3])
+    act = s.act_agent
+    continuous_force(s, p, e, a, act[e, a, 2] - act[e, a, 1], act[e, a, 4] - act[e, a, 3])
 
 
 @kernel_fn
@@ -152,7 +156,7 @@ def shared_reward(s, p, e):
 def reward(s, p, e, a):
     own_rew = 0.0
     for b in range(p.num_agents):
-        if b != a and is_collision(s, e, b, a):
+        if b != a and is_collision(s, p, e, b, a):
             own_rew -= 1.0
     ratio = np.float64(p.local_ratio)
     s.rew[e, a] = np.float32(s.shared_rew[e] * (1 - ratio) + own_rew * ratio)
@@ -196,7 +200,8 @@ def observe(s, p, e, a, i):
 
 
 def render(state: dict, p: SimpleSpreadParams, size: int = 320) -> np.ndarray:
-    return particles.render(state, (AGENT_COLOR,) * p.N + (LANDMARK_COLOR,) * p.N, size, p.max_cycles)
+    return particles.render(state, (AGENT_COLOR,) * p.N + (LANDMARK_COLOR,) * p.N, world(p).sizes, size,
+                            p.max_cycles)
 
 
 SPEC = EnvSpec(

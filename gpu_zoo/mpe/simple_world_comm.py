@@ -41,7 +41,6 @@ a[3])`` times the agent's scale; the leader's ``Box(0, 1, (9,))`` adds its word.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import gymnasium
@@ -52,11 +51,14 @@ from gpu_zoo.core.params import check_count
 from gpu_zoo.mpe import particles
 from gpu_zoo.mpe.particles import (
     add_contact_forces,
+    bound_penalty,
     continuous_force,
     discrete_force,
     distance,
     integrate,
     is_collision,
+    move_continuous,
+    move_discrete,
     own,
     place,
     relative,
@@ -111,20 +113,23 @@ def groups(p: SimpleWorldCommParams) -> tuple[Group, ...]:
     return tuple(out)
 
 
-def fields(p: SimpleWorldCommParams) -> tuple[Field, ...]:
+def world(p: SimpleWorldCommParams) -> particles.World:
     A, G = p.num_adversaries, p.num_good
     sizes = ((ADVERSARY_SIZE,) * A + (GOOD_SIZE,) * G + (OBSTACLE_SIZE,) * p.num_obstacles + (FOOD_SIZE,) * p.num_food
              + (FOREST_SIZE,) * p.num_forests)
     collides = (1,) * (A + G + p.num_obstacles) + (0,) * (p.num_food + p.num_forests)
-    world = particles.world_fields(sizes=sizes, collides=collides, accels=(3.0,) * A + (4.0,) * G,
-                                   max_speeds=(1.0,) * A + (1.3,) * G)
-    return (*world, Field("message", "f32", (DIM_C,), "the leader's word of the last step (float32 holds each "
-                                                      "exactly: action values or a one-hot)"))
+    return particles.World(sizes=sizes, collides=collides, accels=(3.0,) * A + (4.0,) * G,
+                           max_speeds=(1.0,) * A + (1.3,) * G)
+
+
+def fields(p: SimpleWorldCommParams) -> tuple[Field, ...]:
+    return (*world(p).fields(), Field("message", "f32", (DIM_C,), "the leader's word of the last step (float32 "
+                                                                  "holds each exactly: action values or a one-hot)"))
 
 
 def constants(p: SimpleWorldCommParams) -> dict:
     food = p.num_adversaries + p.num_good + p.num_obstacles
-    return {"num_entities": food + p.num_food + p.num_forests, "food_lo": food, "forest_lo": food + p.num_food,
+    return {**world(p).constants(), "food_lo": food, "forest_lo": food + p.num_food,
             "num_landmarks": _landmarks(p)}
 
 
@@ -149,7 +154,7 @@ def place_landmarks(s, p, e):
 @kernel_fn
 def lead_discrete(s, p, e, a, k):
     """The leader's Discrete(20): ``say * 5 + move``, the word heard by every adversary."""
-    discrete_force(s, e, a, k % MOVES)
+    discrete_force(s, p, e, a, k % MOVES)
     for c in range(DIM_C):
         s.message[e, c] = 1.0 if c == k // MOVES else 0.0
 
@@ -157,29 +162,9 @@ def lead_discrete(s, p, e, a, k):
 @kernel_fn
 def lead_continuous(s, p, e, a, u):
     """The leader's Box(9): the move's five values, then the message itself."""
-    continuous_force(s, e, a, u[2] - u[1], u[4] - u[3])
+    continuous_force(s, p, e, a, u[2] - u[1], u[4] - u[3])
     for c in range(DIM_C):
         s.message[e, c] = u[MOVES + c]
-
-
-@kernel_fn
-def move_discrete(s, p, e, a, k):
-    discrete_force(s, e, a, k)
-
-
-@kernel_fn
-def move_continuous(s, p, e, a, u):
-    continuous_force(s, e, a, u[2] - u[1], u[4] - u[3])
-
-
-@kernel_fn
-def _bound(x):
-    """MPE2's boundary penalty of |coordinate| x."""
-    if x < 0.9:
-        return 0.0
-    if x < 1.0:
-        return (x - 0.9) * 10
-    return min(math.exp(2 * x - 2), 10.0)
 
 
 @kernel_fn
@@ -188,13 +173,13 @@ def reward(s, p, e, a):
     rew = 0.0
     if a >= A:  # prey
         for b in range(A):
-            if is_collision(s, e, b, a):
+            if is_collision(s, p, e, b, a):
                 rew -= 5
-        rew -= 2 * _bound(abs(s.pos_x[e, a]))
-        rew -= 2 * _bound(abs(s.pos_y[e, a]))
+        rew -= 2 * bound_penalty(abs(s.pos_x[e, a]))
+        rew -= 2 * bound_penalty(abs(s.pos_y[e, a]))
         nearest = distance(s, e, p.food_lo, a)
         for j in range(p.food_lo, p.forest_lo):
-            if is_collision(s, e, a, j):
+            if is_collision(s, p, e, a, j):
                 rew += 2
             nearest = min(nearest, distance(s, e, j, a))
         rew -= 0.05 * nearest
@@ -205,7 +190,7 @@ def reward(s, p, e, a):
         rew -= 0.1 * nearest
         for g in range(A, p.num_agents):
             for b in range(A):
-                if is_collision(s, e, g, b):
+                if is_collision(s, p, e, g, b):
                     rew += 5
     s.rew[e, a] = np.float32(rew)
 
@@ -216,8 +201,8 @@ def _visible(s, p, e, a, o):
     a_in = False
     o_in = False
     for f in range(p.forest_lo, p.num_entities):
-        fa = is_collision(s, e, a, f)
-        fo = is_collision(s, e, o, f)
+        fa = is_collision(s, p, e, a, f)
+        fo = is_collision(s, p, e, o, f)
         if fa and fo:
             return True
         a_in = a_in or fa
@@ -252,10 +237,10 @@ def observe(s, p, e, a, i):
             return _velocity(s, e, o, k % 2) if _visible(s, p, e, a, o) else np.float32(0.0)
         k -= 2 * p.num_good
         if k < R:
-            return np.float32(1.0 if is_collision(s, e, a, p.forest_lo + k) else -1.0)
+            return np.float32(1.0 if is_collision(s, p, e, a, p.forest_lo + k) else -1.0)
         return s.message[e, k - R]
     if k < R:  # in_forest, other_prey_vel
-        return np.float32(1.0 if is_collision(s, e, a, p.forest_lo + k) else -1.0)
+        return np.float32(1.0 if is_collision(s, p, e, a, p.forest_lo + k) else -1.0)
     k -= R
     o = A + k // 2
     if o >= a:
@@ -268,7 +253,8 @@ def render(state: dict, p: SimpleWorldCommParams, size: int = 320) -> np.ndarray
     agents = ([(0.65, 0.15, 0.15)] + [(0.95, 0.45, 0.45)] * (A - 1) + [(0.45, 0.95, 0.45)] * G)
     landmarks = ([(0.25, 0.25, 0.25)] * p.num_obstacles + [(0.15, 0.15, 0.65)] * p.num_food
                  + [(0.6, 0.9, 0.6)] * p.num_forests)
-    return particles.render(state, [particles.rgb(c) for c in agents + landmarks], size, p.max_cycles)
+    return particles.render(state, [particles.rgb(c) for c in agents + landmarks], world(p).sizes, size,
+                            p.max_cycles)
 
 
 def _readers(p: SimpleWorldCommParams) -> tuple:

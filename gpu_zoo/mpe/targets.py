@@ -56,12 +56,15 @@ def groups(p: ShapeParams, num_landmarks: int) -> tuple[Group, ...]:
     return (Group("agent", p.N, obs, move_space(p.continuous_actions)),)
 
 
-def fields(p: ShapeParams, agent_size: float, landmark_size: float, num_landmarks: int) -> tuple[Field, ...]:
+def world(p: ShapeParams, agent_size: float, landmark_size: float, num_landmarks: int) -> particles.World:
+    return particles.World(sizes=(agent_size,) * p.N + (landmark_size,) * num_landmarks,
+                           collides=(1,) * p.N + (0,) * num_landmarks, accels=(None,) * p.N)
+
+
+def fields(p: ShapeParams, world: particles.World) -> tuple[Field, ...]:
     N = p.N
-    world = particles.world_fields(sizes=(agent_size,) * N + (landmark_size,) * num_landmarks,
-                                   collides=(1,) * N + (0,) * num_landmarks, accels=(None,) * N)
     return (
-        *world,
+        *world.fields(),
         Field("target_x", "f64", (N,), "x of each target point"),
         Field("target_y", "f64", (N,), "y of each target point"),
         Field("joint_rew", "f64", (), "minus the mean matched distance (each clipped), every agent's reward"),
@@ -150,12 +153,13 @@ def match_targets(s, p, e, k, cost, u, v, minv, row, way, used):
 # ------------------------------------------------------------------ phases
 @kernel_fn
 def read_discrete_action(s, p, e, a):
-    discrete_force(s, e, a, s.act_agent[e, a])
+    discrete_force(s, p, e, a, s.act_agent[e, a])
 
 
 @kernel_fn
 def read_continuous_action(s, p, e, a):
-    continuous_force(s, e, a, s.act_agent[e, a, 2] - s.act_agent[e, a, 1], s.act_agent[e, a, 4] - s.act_agent[e, a, 3])
+    act = s.act_agent
+    continuous_force(s, p, e, a, act[e, a, 2] - act[e, a, 1], act[e, a, 4] - act[e, a, 3])
 
 
 @kernel_fn
@@ -185,5 +189,7 @@ def step(p: ShapeParams, place_targets=None) -> tuple:
             PerItem(match_targets, 1, scratch=SCRATCH), PerAgent(reward), PerEnv(check_success))
 
 
-def render(state: dict, p: ShapeParams, num_landmarks: int, size: int = 320) -> np.ndarray:
-    return particles.render(state, (AGENT_COLOR,) * p.N + (LANDMARK_COLOR,) * num_landmarks, size, p.max_cycles)
+def render(state: dict, p: ShapeParams, world: particles.World, size: int = 320) -> np.ndarray:
+    landmarks = len(world.sizes) - p.N
+    return particles.render(state, (AGENT_COLOR,) * p.N + (LANDMARK_COLOR,) * landmarks, world.sizes, size,
+                            p.max_cycles)

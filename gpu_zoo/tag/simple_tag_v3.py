@@ -1,6 +1,5 @@
-"""``simple_tag_v3``: MPE's simple_tag, matching MPE2's; the rules are in `gpu_zoo.tag.simple_tag`."""
+"""``simple_tag_v3`` among the Tag envs: the MPE scenario itself, `gpu_zoo.mpe.simple_tag_v3`."""
 
-from gpu_zoo.core.pettingzoo import entry_points
-from gpu_zoo.tag.simple_tag import SPEC
+from gpu_zoo.mpe.simple_tag_v3 import batched_env, env, parallel_env, raw_env
 
-env, parallel_env, raw_env, batched_env = entry_points(SPEC)
+__all__ = ["batched_env", "env", "parallel_env", "raw_env"]

@@ -40,7 +40,6 @@ whose force is ``(a[2] - a[1], a[4] - a[3])`` times the agent's acceleration.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import gymnasium
@@ -48,15 +47,22 @@ import numpy as np
 
 from gpu_zoo.core import EnvSpec, Field, Group, ObsBlock, PerAgent, PerEnv, PerObs, kernel_fn
 from gpu_zoo.core.params import check_count
-from gpu_zoo.core.rng import uniform
-from gpu_zoo.mpe.particles import _log1p_exp, nearest, relative
+from gpu_zoo.mpe import particles
+from gpu_zoo.mpe.particles import (
+    add_contact_forces,
+    bound_penalty,
+    integrate,
+    is_collision,
+    move_continuous,
+    move_discrete,
+    nearest,
+    place,
+    relative,
+    spawn,
+)
 from gpu_zoo.mpe.scenario import check_common, check_neighbors
 
-# MPE's world and scenario constants (attributes of MPE2's World and make_world, not arguments).
-DT = 0.1
-DAMPING = 0.25
-CONTACT_FORCE = 100.0
-CONTACT_MARGIN = 1e-3
+# MPE2's make_world: sizes, accelerations and speed limits (attributes, not arguments).
 ADVERSARY_SIZE, AGENT_SIZE, OBSTACLE_SIZE = 0.075, 0.05, 0.2
 ADVERSARY_ACCEL, AGENT_ACCEL = 3.0, 4.0
 ADVERSARY_MAX_SPEED, AGENT_MAX_SPEED = 1.0, 1.3
@@ -118,20 +124,19 @@ def groups(p: SimpleTagParams) -> tuple[Group, ...]:
             Group("agent", p.num_good, obs(p.num_good - 1), act))
 
 
+def world(p: SimpleTagParams) -> particles.World:
+    A, G, L = p.num_adversaries, p.num_good, p.num_obstacles
+    return particles.World(sizes=(ADVERSARY_SIZE,) * A + (AGENT_SIZE,) * G + (OBSTACLE_SIZE,) * L,
+                           collides=(1,) * (A + G + L), accels=(ADVERSARY_ACCEL,) * A + (AGENT_ACCEL,) * G,
+                           max_speeds=(ADVERSARY_MAX_SPEED,) * A + (AGENT_MAX_SPEED,) * G)
+
+
 def fields(p: SimpleTagParams) -> tuple[Field, ...]:
-    A, N = p.num_good + p.num_adversaries, p.num_good + p.num_adversaries + p.num_obstacles
-    return (
-        Field("pos_x", "f64", (N,), "x of agents, then obstacles"),
-        Field("pos_y", "f64", (N,), "y of agents, then obstacles"),
-        Field("vel_x", "f64", (A,), "x velocity"),
-        Field("vel_y", "f64", (A,), "y velocity"),
-        Field("force_x", "f64", (A,), "x force of the last step (action, then contacts)"),
-        Field("force_y", "f64", (A,), "y force of the last step (action, then contacts)"),
-    )
+    return world(p).fields()
 
 
 def constants(p: SimpleTagParams) -> dict:
-    out = {"num_entities": p.num_good + p.num_adversaries + p.num_obstacles}
+    out = world(p).constants()
     if p.num_agent_neighbors is not None or p.num_landmark_neighbors is not None:
         out.update(observed_landmarks=observed_landmarks(p), observed_agents=observed_agents(p) or 0,
                    nearest_landmarks=p.num_landmark_neighbors is not None,
@@ -141,95 +146,10 @@ def constants(p: SimpleTagParams) -> dict:
 
 # ------------------------------------------------------------------ phases
 @kernel_fn
-def _size(p, j):
-    if j < p.adversary_hi:
-        return ADVERSARY_SIZE
-    if j < p.num_agents:
-        return AGENT_SIZE
-    return OBSTACLE_SIZE
-
-
-@kernel_fn
-def spawn(s, p, e, a):
-    s.pos_x[e, a] = 2.0 * np.float64(uniform(s, e, a, 0)) - 1.0
-    s.pos_y[e, a] = 2.0 * np.float64(uniform(s, e, a, 1)) - 1.0
-    s.vel_x[e, a] = 0.0
-    s.vel_y[e, a] = 0.0
-
-
-@kernel_fn
 def place_obstacles(s, p, e):
+    """Obstacles uniform in [-0.9, 0.9]^2."""
     for j in range(p.num_agents, p.num_entities):
-        s.pos_x[e, j] = 1.8 * np.float64(uniform(s, e, j, 0)) - 0.9
-        s.pos_y[e, j] = 1.8 * np.float64(uniform(s, e, j, 1)) - 0.9
-
-
-@kernel_fn
-def read_discrete_action(s, p, e, a):
-    """MPE2's _set_action for Discrete(5): no-op, -x, +x, -y, +y, times the agent's accel."""
-    k = s.act_adversary[e, a] if a < p.adversary_hi else s.act_agent[e, a - p.agent_lo]
-    accel = ADVERSARY_ACCEL if a < p.adversary_hi else AGENT_ACCEL
-    s.force_x[e, a] = (-1.0 if k == 1 else (1.0 if k == 2 else 0.0)) * accel
-    s.force_y[e, a] = (-1.0 if k == 3 else (1.0 if k == 4 else 0.0)) * accel
-
-
-@kernel_fn
-def read_continuous_action(s, p, e, a):
-    """MPE2's _set_action for Box(0, 1, (5,)): (a2 - a1, a4 - a3) in float32, times accel."""
-    if a < p.adversary_hi:
-        ux = s.act_adversary[e, a, 2] - s.act_adversary[e, a, 1]
-        uy = s.act_adversary[e, a, 4] - s.act_adversary[e, a, 3]
-    else:
-        ux = s.act_agent[e, a - p.agent_lo, 2] - s.act_agent[e, a - p.agent_lo, 1]
-        uy = s.act_agent[e, a - p.agent_lo, 4] - s.act_agent[e, a - p.agent_lo, 3]
-    accel = ADVERSARY_ACCEL if a < p.adversary_hi else AGENT_ACCEL
-    s.force_x[e, a] = np.float64(ux) * accel
-    s.force_y[e, a] = np.float64(uy) * accel
-
-
-@kernel_fn
-def apply_forces(s, p, e, a):
-    """Adds the contact forces to the action force, in entity order, as MPE2 accumulates them."""
-    fx, fy = s.force_x[e, a], s.force_y[e, a]
-    for j in range(p.num_entities):
-        if j == a:
-            continue
-        dx, dy = s.pos_x[e, a] - s.pos_x[e, j], s.pos_y[e, a] - s.pos_y[e, j]
-        dist = math.sqrt(dx * dx + dy * dy)
-        dist_min = _size(p, a) + _size(p, j)
-        pen = _log1p_exp(-(dist - dist_min) / CONTACT_MARGIN) * CONTACT_MARGIN
-        fx = CONTACT_FORCE * dx / dist * pen + fx
-        fy = CONTACT_FORCE * dy / dist * pen + fy
-    s.force_x[e, a], s.force_y[e, a] = fx, fy
-
-
-@kernel_fn
-def integrate(s, p, e, a):
-    s.pos_x[e, a] += s.vel_x[e, a] * DT
-    s.pos_y[e, a] += s.vel_y[e, a] * DT
-    vx = s.vel_x[e, a] * (1 - DAMPING) + s.force_x[e, a] * DT
-    vy = s.vel_y[e, a] * (1 - DAMPING) + s.force_y[e, a] * DT
-    top = ADVERSARY_MAX_SPEED if a < p.adversary_hi else AGENT_MAX_SPEED
-    speed = math.sqrt(vx * vx + vy * vy)
-    if speed > top:
-        vx = vx / speed * top
-        vy = vy / speed * top
-    s.vel_x[e, a], s.vel_y[e, a] = vx, vy
-
-
-@kernel_fn
-def _collide(s, p, e, i, j):
-    dx, dy = s.pos_x[e, i] - s.pos_x[e, j], s.pos_y[e, i] - s.pos_y[e, j]
-    return math.sqrt(dx * dx + dy * dy) < _size(p, i) + _size(p, j)
-
-
-@kernel_fn
-def _bound(x):
-    if x < 0.9:
-        return 0.0
-    if x < 1.0:
-        return (x - 0.9) * 10
-    return min(math.exp(2 * x - 2), 10.0)
+        place(s, e, j, 0.9)
 
 
 @kernel_fn
@@ -238,14 +158,14 @@ def reward(s, p, e, a):
     if a < p.adversary_hi:
         for g in range(p.agent_lo, p.agent_hi):
             for v in range(p.adversary_lo, p.adversary_hi):
-                if _collide(s, p, e, g, v):
+                if is_collision(s, p, e, g, v):
                     r += 10
     else:
         for v in range(p.adversary_lo, p.adversary_hi):
-            if _collide(s, p, e, v, a):
+            if is_collision(s, p, e, v, a):
                 r -= 10
-        r -= _bound(abs(s.pos_x[e, a]))
-        r -= _bound(abs(s.pos_y[e, a]))
+        r -= bound_penalty(abs(s.pos_x[e, a]))
+        r -= bound_penalty(abs(s.pos_y[e, a]))
     s.rew[e, a] = np.float32(r)
 
 
@@ -257,7 +177,7 @@ def check_success(s, p, e):
     for g in range(p.agent_lo, p.agent_hi):
         caught = False
         for v in range(p.adversary_lo, p.adversary_hi):
-            if _collide(s, p, e, v, g):
+            if is_collision(s, p, e, v, g):
                 caught = True
         if not caught:
             return
@@ -324,22 +244,14 @@ def observe_nearest(s, p, e, a, i):
 # ------------------------------------------------------------------ render
 def render(state: dict, p: SimpleTagParams, size: int = 320) -> np.ndarray:
     """MPE's view: adversaries red, good agents green, obstacles dark grey."""
-    from gpu_zoo.core.render import Canvas
+    colors = ((COLORS["adversary"],) * p.num_adversaries + (COLORS["agent"],) * p.num_good
+              + (COLORS["obstacle"],) * p.num_obstacles)
+    return particles.render(state, colors, world(p).sizes, size, p.max_cycles)
 
-    A = p.num_good + p.num_adversaries
-    xs, ys = state["pos_x"], state["pos_y"]
-    cam = max(1.0, float(np.max(np.abs(np.concatenate([xs, ys])))) + 0.2)
-    c = Canvas(size, (2 * cam, 2 * cam))
-    for j in range(len(xs)):
-        if j < p.num_adversaries:
-            color, radius = COLORS["adversary"], ADVERSARY_SIZE
-        elif j < A:
-            color, radius = COLORS["agent"], AGENT_SIZE
-        else:
-            color, radius = COLORS["obstacle"], OBSTACLE_SIZE
-        c.disc(float(xs[j]) + cam, float(ys[j]) + cam, radius, color)
-    c.text_bar(int(state["t"]) / p.max_cycles)
-    return c.image
+
+def _readers(p: SimpleTagParams) -> tuple:
+    move = move_continuous if p.continuous_actions else move_discrete
+    return PerAgent(move, group="adversary"), PerAgent(move, group="agent")
 
 
 SPEC = EnvSpec(
@@ -348,8 +260,8 @@ SPEC = EnvSpec(
     groups=groups,
     fields=fields,
     reset=(PerAgent(spawn), PerEnv(place_obstacles)),
-    step=lambda p: (PerAgent(read_continuous_action if p.continuous_actions else read_discrete_action),
-                    PerAgent(apply_forces), PerAgent(integrate), PerAgent(reward), PerEnv(check_success)),
+    step=lambda p: (*_readers(p), PerAgent(add_contact_forces), PerAgent(integrate), PerAgent(reward),
+                    PerEnv(check_success)),
     observe=lambda p: (PerObs(observe if p.num_agent_neighbors is None and p.num_landmark_neighbors is None
                               else observe_nearest),),
     constants=constants,

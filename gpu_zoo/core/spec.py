@@ -206,7 +206,8 @@ class EnvSpec:
             a `PerObs`, optionally after `PerAgent`/`PerEnv` phases preparing what it reads.
         constants: ``constants(params) -> dict`` of extra compile-time values for the kernels
             (bools, ints, floats compiled as float32, or ``np.float64`` values kept double, and
-            tuples of these: a table indexed in the kernels, ``p.size[j]``, read from no memory).
+            tuples of one kind of number: a table the kernels index, ``p.size[j]``, frozen into
+            them as constant data shared by every env).
         render: ``render(state, params) -> uint8 (H, W, 3)``; ``state`` maps field names to the
             NumPy arrays of one environment.
         module: the module whose docstring documents the environment.

@@ -44,8 +44,8 @@ class World:
     ``sizes`` and ``collides`` per entity; ``accels`` and ``max_speeds`` per agent (None for
     MPE2's None: the default sensitivity, no speed limit); ``masses`` per agent (None: all 1,
     for `integrate`; else `integrate_with_mass`). These never change during an episode, so they
-    are compile-time constants of the kernels (``p.size[j]``, ``p.collide[j]``, ``p.accel[a]``,
-    ``p.max_speed[a]``, ``p.mass[a]``), not per-env fields: the step reads no table from memory.
+    are compile-time tables of the kernels (``p.size[j]``, ``p.collide[j]``, ``p.accel[a]``,
+    ``p.max_speed[a]``, ``p.mass[a]``), constant data every env shares, not per-env fields.
     """
 
     sizes: tuple

@@ -61,3 +61,9 @@ SPEC = EnvSpec(id="group_phases_v0", params=Params, groups=groups, fields=fields
                step=(PerAgent(chase, group="chaser"), PerAgent(run, group="runner"), PerAgent(pay)),
                observe=(PerObs(observe_chaser, group="chaser"), PerObs(observe_runner, group="runner")),
                module=__name__)
+
+
+@kernel_fn
+def pay_weighted(s, p, e, a):
+    """`pay` scaled by the agent's entry of a table constant (`tests/test_core_tables.py`)."""
+    s.rew[e, a] = s.pos[e, a] * np.float32(p.weight[a])

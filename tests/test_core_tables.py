@@ -31,3 +31,12 @@ def test_a_table_constant_is_read_at_each_agents_index(target, cuda_device):
 def test_a_malformed_table_is_refused_naming_what_a_table_takes(table):
     with pytest.raises(ValueError, match="a table must be a non-empty tuple of one kind of number"):
         BatchedEnv(weighted(table), 2, "cpu", target="cpu")
+
+
+def test_a_particle_world_of_mismatched_tables_is_refused():
+    from gpu_zoo.mpe.particles import World
+
+    with pytest.raises(ValueError, match="2 sizes need 2 collide flags"):
+        World(sizes=(0.1, 0.2), collides=(1,), accels=(None,))
+    with pytest.raises(ValueError, match="masses takes one value per agent"):
+        World(sizes=(0.1, 0.2), collides=(1, 0), accels=(None,), masses=(1.0, 2.0))

@@ -54,6 +54,16 @@ class World:
     max_speeds: tuple | None = None
     masses: tuple | None = None
 
+    def __post_init__(self):
+        N, A = len(self.sizes), len(self.accels)
+        if len(self.collides) != N or not 0 < A <= N:
+            raise ValueError(f"World: {N} sizes need {N} collide flags and 1 to {N} accels (one per agent), got "
+                             f"{len(self.collides)} and {A}")
+        for name in ("max_speeds", "masses"):
+            v = getattr(self, name)
+            if v is not None and len(v) != A:
+                raise ValueError(f"World: {name} takes one value per agent ({A}), got {len(v)}")
+
     def fields(self) -> tuple[Field, ...]:
         """The particle state: positions of every entity; velocities and forces of the agents (float64, as MPE2)."""
         N, A = len(self.sizes), len(self.accels)

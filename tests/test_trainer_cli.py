@@ -138,3 +138,14 @@ def test_presets_fit_their_envs(env_id):
     spec.make_params(**p.env_kwargs)  # raises on an unknown or invalid argument
     groups = {g.name for g in spec.groups(spec.make_params(**p.env_kwargs))}
     assert p.iterations >= 10 and set(p.trained_groups) <= groups
+
+
+def test_the_evaluation_summary_names_each_group_in_the_plural():
+    from trainers.evaluate import _plural
+
+    assert [_plural(g) for g in ("tagger", "adversary", "leadadversary", "key")] == \
+        ["taggers", "adversaries", "leadadversaries", "keys"]
+
+
+def test_every_registered_env_has_a_preset():
+    assert set(PRESETS) == set(gpu_zoo.registered_envs()), "give each new env a preset in trainers/config.py"

@@ -85,9 +85,16 @@ class Comparison:
     def summary(self) -> str:
         """One line: each trained group's return, trained against random."""
         n = len(self.trained.lengths)
-        parts = [f"{g}s trained {_spread(self.trained.returns[g], False)} vs random "
+        parts = [f"{_plural(g)} trained {_spread(self.trained.returns[g], False)} vs random "
                  f"{_spread(self.random.returns[g], False)}" for g in self.trained_groups]
         return "; ".join(parts) + f" (return per agent per episode, {n} episodes each, same seeds)"
+
+
+def _plural(group: str) -> str:
+    """A group's name for its agents: taggers, adversaries."""
+    if group.endswith("y") and group[-2:-1] not in ("a", "e", "i", "o", "u"):
+        return group[:-1] + "ies"
+    return group + "s"
 
 
 def _spread(x: np.ndarray, count: bool = True) -> str:

@@ -231,6 +231,12 @@ def field_docs() -> dict[str, str]:
 
 
 # ------------------------------------------------------------------------ presets
+def _mpe_preset(env_id: str) -> Args:
+    """An MPE scenario's preset: 512 envs, rollouts of one 25-step episode, a small entropy bonus."""
+    return Args(env_id=env_id, env_kwargs=dict(max_cycles=25), num_envs=512, num_steps=25,
+                total_env_steps=5_000_000, ent_coef=0.01)
+
+
 # Small configurations that train in minutes. `make run` trains the gridworld one: 3 to 5 minutes
 # on a 2-core CPU, after which the taggers catch both runners in nearly every episode.
 PRESETS: dict[str, Args] = {
@@ -256,60 +262,40 @@ PRESETS: dict[str, Args] = {
     # On a 2-core CPU (13k env-steps/s), 2M env-steps in 2.5 minutes take the return per agent from
     # random's -25.6 to -18.7 (`gpu-zoo train simple_spread_v3 --total-env-steps 2000000 --device cpu`,
     # then `gpu-zoo eval`: 100 episodes each, the same starts).
-    "simple_spread_v3": Args(
-        env_id="simple_spread_v3", env_kwargs=dict(max_cycles=25), num_envs=512, num_steps=25,
-        total_env_steps=5_000_000, ent_coef=0.01),
+    "simple_spread_v3": _mpe_preset("simple_spread_v3"),
     # MPE2's cooperative communication: the speaker tells the listener which landmark is the goal.
     # On a 2-core CPU, 2M env-steps (2 minutes) take the shared return from random's -38.8 to -16.7
     # (100 episodes each, the same starts); in that time the listener mostly learns where the
     # landmarks lie, and the speaker's words carry the rest only with longer training.
-    "simple_speaker_listener_v4": Args(
-        env_id="simple_speaker_listener_v4", env_kwargs=dict(max_cycles=25), num_envs=512, num_steps=25,
-        total_env_steps=5_000_000, ent_coef=0.01),
+    "simple_speaker_listener_v4": _mpe_preset("simple_speaker_listener_v4"),
     # MPE2's cooperative reference: each agent tells the other where to go while moving itself.
     # On a 2-core CPU, 2M env-steps (2.2 minutes) take the return per agent from random's -27.4 to
     # -18.9 (100 episodes each, the same starts).
-    "simple_reference_v3": Args(
-        env_id="simple_reference_v3", env_kwargs=dict(max_cycles=25), num_envs=512, num_steps=25,
-        total_env_steps=5_000_000, ent_coef=0.01),
+    "simple_reference_v3": _mpe_preset("simple_reference_v3"),
     # MPE2's formation: four agents spread round a landmark on a circle of radius 0.5. On a 2-core
     # CPU, 2M env-steps (4 minutes) take the return per agent from random's -19.3 to -10.2.
-    "simple_formation_v1": Args(
-        env_id="simple_formation_v1", env_kwargs=dict(max_cycles=25), num_envs=512, num_steps=25,
-        total_env_steps=5_000_000, ent_coef=0.01),
+    "simple_formation_v1": _mpe_preset("simple_formation_v1"),
     # MPE2's simplest scenario: one agent learns to reach its landmark. On a 2-core CPU, 1M
     # env-steps (22 s of training) take the return from random's -35.3 to -6.6.
     "simple_v3": Args(env_id="simple_v3", env_kwargs=dict(max_cycles=25), total_env_steps=1_000_000),
     # MPE2's line: four agents spread evenly between two landmarks. On a 2-core CPU, 2M env-steps
     # (2.6 minutes) take the return per agent from random's -21.6 to -10.7.
-    "simple_line_v1": Args(
-        env_id="simple_line_v1", env_kwargs=dict(max_cycles=25), num_envs=512, num_steps=25,
-        total_env_steps=5_000_000, ent_coef=0.01),
+    "simple_line_v1": _mpe_preset("simple_line_v1"),
     # MPE2's collect treasure: collectors carry treasures to the deposit of their type. On a 2-core
     # CPU, 2M env-steps (6.5 minutes) take the collectors' return per agent from random's -4.8 to
     # 1.9 and the deposits' from 0.8 to 2.7.
-    "collect_treasure_v1": Args(
-        env_id="collect_treasure_v1", env_kwargs=dict(max_cycles=25), num_envs=512, num_steps=25,
-        total_env_steps=5_000_000, ent_coef=0.01),
+    "collect_treasure_v1": _mpe_preset("collect_treasure_v1"),
     # The competitive MPE scenarios, both sides trained. `gpu-zoo eval` plays both trained sides
     # against each other and both random sides likewise, so a side's figures move with its
     # opponent's skill too.
     # simple_adversary, 2M env-steps on a 2-core CPU (1.9 minutes): the adversary -26.8 -> -14.1.
-    "simple_adversary_v3": Args(
-        env_id="simple_adversary_v3", env_kwargs=dict(max_cycles=25), num_envs=512, num_steps=25,
-        total_env_steps=5_000_000, ent_coef=0.01),
+    "simple_adversary_v3": _mpe_preset("simple_adversary_v3"),
     # simple_push, likewise (1.2 minutes): the agent -27.2 -> -8.0 while the adversary learns to push.
-    "simple_push_v3": Args(
-        env_id="simple_push_v3", env_kwargs=dict(max_cycles=25), num_envs=512, num_steps=25,
-        total_env_steps=5_000_000, ent_coef=0.01),
+    "simple_push_v3": _mpe_preset("simple_push_v3"),
     # simple_crypto, likewise (2 minutes): Eve's guesses -37.2 -> -14.2; Alice and Bob need longer.
-    "simple_crypto_v3": Args(
-        env_id="simple_crypto_v3", env_kwargs=dict(max_cycles=25), num_envs=512, num_steps=25,
-        total_env_steps=5_000_000, ent_coef=0.01),
+    "simple_crypto_v3": _mpe_preset("simple_crypto_v3"),
     # simple_world_comm, likewise (3.7 minutes): the predators 4.3 -> 15.3, the prey -28.8 -> -10.8.
-    "simple_world_comm_v3": Args(
-        env_id="simple_world_comm_v3", env_kwargs=dict(max_cycles=25), num_envs=512, num_steps=25,
-        total_env_steps=5_000_000, ent_coef=0.01),
+    "simple_world_comm_v3": _mpe_preset("simple_world_comm_v3"),
     # The AI Economist: workers and the planner trained together over long episodes.
     "gather_trade_build_v0": Args(
         env_id="gather_trade_build_v0", num_envs=64, num_steps=200, total_env_steps=10_000_000,

@@ -372,34 +372,29 @@ class BatchedEnv:
         steps with no copy, one or two device kernels a group.
         """
         groups = list(self.groups if groups is None else groups)
-        for g in groups:
+        for g in groups:  # all checked before any is drawn: a refusal changes nothing
             if g not in self.actions:
                 raise ValueError(f"unknown group {g!r}; expected one of {list(self.groups)}")
-        if out is not None:
-            for g in groups:
+            if out is not None:
                 if g not in out:
                     raise ValueError(f"out has no tensor for group {g!r}")
                 self._check_action_tensor(g, out[g])
         result = {}
         for g in groups:
             sp, buf = self.single_action_space(g), self.actions[g]
-            dst = None if out is None else out[g]
             if g in self.action_masks:
                 drawn = self._sample_masked(g, generator)
-                result[g] = drawn if dst is None else dst.copy_(drawn)
-            elif isinstance(sp, gymnasium.spaces.Discrete):
-                # One kernel: integers drawn straight in the action dtype (and into ``dst`` when given).
-                kw = dict(generator=generator, device=self.device, dtype=buf.dtype)
-                result[g] = (torch.randint(int(sp.n), buf.shape, **kw) if dst is None
-                             else dst.random_(0, int(sp.n), generator=generator))
+                result[g] = drawn if out is None else out[g].copy_(drawn)
+                continue
+            dst = result[g] = torch.empty_like(buf) if out is None else out[g]
+            if isinstance(sp, gymnasium.spaces.Discrete):
+                dst.random_(0, int(sp.n), generator=generator)  # one kernel, in the action dtype
             elif isinstance(sp, gymnasium.spaces.Box):
                 low, span = self._box_affine[g]
-                u = torch.rand(buf.shape, device=self.device, generator=generator, dtype=buf.dtype)
-                result[g] = torch.addcmul(low, span, u) if dst is None else torch.addcmul(low, span, u, out=dst)
+                torch.addcmul(low, span, torch.rand(buf.shape, device=self.device, generator=generator,
+                                                    dtype=buf.dtype), out=dst)
             else:
-                u = torch.rand(buf.shape, device=self.device, generator=generator)
-                drawn = (u * self._bounds[g]).to(buf.dtype)
-                result[g] = drawn if dst is None else dst.copy_(drawn)
+                dst.copy_(torch.rand(buf.shape, device=self.device, generator=generator) * self._bounds[g])
         return result
 
     def _sample_masked(self, g: str, generator) -> torch.Tensor:

@@ -253,6 +253,21 @@ def relative(s, e, a, j, axis):
 
 
 @kernel_fn
+def landmark_relative(s, p, e, a, k):
+    """Element k of an observation's landmark block: landmark k // 2 relative to agent a.
+
+    With MPE2's partial observability (``p.nearest_landmarks``) the slot holds the (k // 2)-th
+    nearest landmark instead, and zero past their count.
+    """
+    j = p.num_agents + k // 2
+    if p.nearest_landmarks:
+        j = nearest(s, e, a, p.num_agents, p.num_entities, k // 2)
+        if j < 0:
+            return np.float32(0.0)
+    return relative(s, e, a, j, k % 2)
+
+
+@kernel_fn
 def own(s, e, a, i):
     """Element i of ``[vel_x, vel_y, pos_x, pos_y]`` of agent a (the start of most observations)."""
     if i == 0:

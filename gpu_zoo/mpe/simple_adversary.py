@@ -49,6 +49,7 @@ from gpu_zoo.mpe.particles import (
     discrete_force,
     distance,
     integrate,
+    landmark_relative,
     nearest,
     place_landmarks_and_goal,
     relative,
@@ -152,12 +153,7 @@ def observe(s, p, e, a, i):
             return relative(s, e, a, s.goal[e], k)
         k -= 2
     if k < 2 * p.observed_landmarks:
-        j = p.num_agents + k // 2
-        if p.nearest_landmarks:
-            j = nearest(s, e, a, p.num_agents, p.num_entities, k // 2)
-            if j < 0:
-                return np.float32(0.0)
-        return relative(s, e, a, j, k % 2)
+        return landmark_relative(s, p, e, a, k)
     k -= 2 * p.observed_landmarks
     j = k // 2
     if p.nearest_agents:

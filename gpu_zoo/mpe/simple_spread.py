@@ -51,6 +51,7 @@ from gpu_zoo.mpe.particles import (
     distance,
     integrate,
     is_collision,
+    landmark_relative,
     nearest,
     own,
     place_landmarks,
@@ -180,12 +181,7 @@ def observe(s, p, e, a, i):
         return own(s, e, a, i)
     k = i - 4
     if k < 2 * p.observed_landmarks:
-        j = p.num_agents + k // 2
-        if p.nearest_landmarks:
-            j = nearest(s, e, a, p.num_agents, p.num_entities, k // 2)
-            if j < 0:
-                return np.float32(0.0)
-        return relative(s, e, a, j, k % 2)
+        return landmark_relative(s, p, e, a, k)
     k -= 2 * p.observed_landmarks
     if k < 2 * p.observed_agents:
         j = k // 2

@@ -53,6 +53,7 @@ from gpu_zoo.mpe.particles import (
     bound_penalty,
     integrate,
     is_collision,
+    landmark_relative,
     move_continuous,
     move_discrete,
     nearest,
@@ -222,12 +223,7 @@ def observe_nearest(s, p, e, a, i):
         return observe(s, p, e, a, i)
     k = i - 4
     if k < 2 * p.observed_landmarks:
-        j = p.num_agents + k // 2
-        if p.nearest_landmarks:
-            j = nearest(s, e, a, p.num_agents, p.num_entities, k // 2)
-            if j < 0:
-                return np.float32(0.0)
-        return relative(s, e, a, j, k % 2)
+        return landmark_relative(s, p, e, a, k)
     k -= 2 * p.observed_landmarks
     if not p.nearest_agents:  # every other agent, as in `observe`
         return observe(s, p, e, a, 4 + 2 * p.num_obstacles + k)

@@ -82,10 +82,24 @@ class Stages:
     def observe(self, phases, layout: Layout, guard: str = ""):
         bound = _group_observations(phases, layout)
         for ph in phases:
-            if not (isinstance(ph, PerObs) and ph.group is not None):
+            if isinstance(ph, PerObs) and ph.fn is None:
+                self._add_fills(ph, layout, guard)
+            elif not (isinstance(ph, PerObs) and ph.group is not None):
                 self.add(ph, guard)
             elif ph is bound[0]:
                 self._add_group_observations(bound, guard)
+
+    def _add_fills(self, phase: PerObs, layout: Layout, guard: str):
+        """One element stage calling each block's own ``fill`` (alias ``_fill_<group>_<block>``)."""
+        for g, gi in layout.groups.items():
+            for b, block in enumerate(gi.group.obs):
+                alias = f"_fill_{g}_{b}"
+                try:
+                    self.imports[alias] = _qualified(block.fill)
+                except TypeError as err:
+                    raise TypeError(f"{layout.spec.id}: the fill of block {block.name!r} of group {g!r}: {err}") from None
+                self.per_obs.add(alias)
+        self.elem("obs", "_fill_{g}_{b}(s, p, e, a, j)", guard, observed=phase.zeros_out_of_game, by_block=True)
 
     def _add_group_observations(self, bound, guard: str):
         """One element stage whose loop for group ``g`` calls that group's function (alias ``_obs_of_g``)."""
@@ -99,8 +113,12 @@ class Stages:
 
 
 def _group_observations(phases, layout: Layout) -> list[PerObs]:
-    """The group-bound `PerObs` of an observation, checked: one per group, every group, one kind."""
+    """The group-bound `PerObs` of an observation, checked: one per group, every group, one kind.
+
+    Also checked: a ``PerObs()`` of the blocks' fill functions stands alone, and every block has one.
+    """
     obs = [ph for ph in phases if isinstance(ph, PerObs)]
+    _check_fills(obs, layout)
     bound = [ph for ph in obs if ph.group is not None]
     if not bound:
         return bound
@@ -113,6 +131,19 @@ def _group_observations(phases, layout: Layout) -> list[PerObs]:
     if len({(ph.by_block, ph.zeros_out_of_game) for ph in bound}) > 1:
         raise ValueError(f"{sid}: the PerObs phases of one observation must agree on by_block and zeros_out_of_game")
     return bound
+
+
+def _check_fills(obs: list[PerObs], layout: Layout):
+    sid = layout.spec.id
+    if not any(ph.fn is None for ph in obs):
+        return
+    if len(obs) != 1 or obs[0].group is not None:
+        raise ValueError(f"{sid}: PerObs() (the blocks' fill functions) observes every group, alone: no other "
+                         f"PerObs and no group beside it")
+    missing = [(g, blk.name) for g, gi in layout.groups.items() for blk in gi.group.obs if blk.fill is None]
+    if missing:
+        raise ValueError(f"{sid}: PerObs() fills each ObsBlock with its fill function, and these blocks have "
+                         f"none: {missing}")
 
 
 def stages(layout: Layout) -> tuple[Stages, Stages]:

@@ -55,11 +55,26 @@ class Field:
 
 @dataclass(frozen=True)
 class ObsBlock:
-    """A named, contiguous slice of an agent's observation vector."""
+    """A named, contiguous slice of an agent's observation vector.
+
+    ``fill``, when given, computes the block: ``fill(s, p, e, a, j) -> float32`` is element ``j``
+    (``0 <= j < size``) of agent ``a``'s block, a `kernel_fn`. An observation phase ``PerObs()``
+    with no function of its own then fills every block with its ``fill``: no env works out where a
+    block starts, and each block compiles only its own code. (A ``PerObs(fn)`` computes the whole
+    row itself and leaves the fills unused: a reference to test them against, for instance.)
+    """
 
     name: str
     size: int
     doc: str = ""
+    fill: Callable | None = None
+
+    def __post_init__(self):
+        if not isinstance(self.name, str) or not self.name:
+            raise ValueError(f"ObsBlock name must be a non-empty str, got {self.name!r}")
+        check_count(f"ObsBlock {self.name!r} size", self.size, 0)
+        if self.fill is not None and not callable(self.fill):
+            raise TypeError(f"ObsBlock {self.name!r}: fill must be a kernel_fn fill(s, p, e, a, j), got {self.fill!r}")
 
 
 @dataclass(frozen=True)
@@ -152,6 +167,11 @@ class PerItem:
 class PerObs:
     """A phase computing observations element by element: ``fn(s, p, e, a, i) -> float32``.
 
+    ``PerObs()`` without ``fn`` fills each `ObsBlock` with its own ``fill`` function (every block
+    of the groups it observes must have one), block by block as under ``by_block`` below. That is
+    the form to start with; a function of the whole row stays for observations whose elements
+    share work that blocks cannot (measure before choosing it).
+
     It returns element ``i`` of agent ``a``'s observation. The core stores it in
     ``s.obs_<group>``, with neighbouring threads writing neighbouring elements: coalesced on a
     GPU, where a row written by each agent's own thread is not. It is called only for agents
@@ -176,12 +196,14 @@ class PerObs:
     observation at every loop, so a function for all groups is compiled once per group.
     """
 
-    fn: Callable
+    fn: Callable | None = None
     by_block: bool = False
     zeros_out_of_game: bool = True
     group: str | None = None
 
     def __post_init__(self):
+        if self.fn is None:
+            object.__setattr__(self, "by_block", True)
         if self.group is not None and (not isinstance(self.group, str) or not self.group):
             raise TypeError(f"PerObs group must be a group's name (a str) or None, got {self.group!r}")
 

@@ -170,9 +170,10 @@ class TagParams:
 
 def groups(p: TagParams) -> tuple[Group, ...]:
     k = p.num_observed
-    obs = (*(ObsBlock(n, k) for n in FEATURES), ObsBlock("time", 1))
+    obs = (*(ObsBlock(n, k, fill=fill) for n, fill in zip(FEATURES, _FILLS, strict=True)),
+           ObsBlock("time", 1, fill=elapsed))
     if p.observe_own_state:
-        obs += (ObsBlock("own", 5, "own x and y / grid_length, speed / max_speed, cos and sin of heading"),)
+        obs += (ObsBlock("own", 5, "own x and y / grid_length, speed / max_speed, cos and sin of heading", own_state),)
     act = gymnasium.spaces.MultiDiscrete([p.num_acceleration_levels + 1, p.num_turn_levels + 1])
     return (Group("tagger", p.num_taggers, obs, act), Group("runner", p.num_runners, obs, act))
 
@@ -335,28 +336,6 @@ def count_runners(s, p, e):
 
 
 @kernel_fn
-def _feature(s, p, e, a, j, f):
-    """Feature ``f`` (in `FEATURES` order) of agent j as seen by agent a.
-
-    Scales are reciprocals of params, which the compiler computes once outside the element loop:
-    a division per element costs several instructions on a GPU.
-    """
-    if f == 0:
-        return (s.pos_x[e, j] - s.pos_x[e, a]) * (_ONE / (_SQRT2 * p.grid_length))
-    if f == 1:
-        return (s.pos_y[e, j] - s.pos_y[e, a]) * (_ONE / (_SQRT2 * p.grid_length))
-    if f == 2:
-        return (s.speed[e, j] - s.speed[e, a]) * (_ONE / (p.max_speed + _EPS))
-    if f == 3:
-        return (s.acceleration[e, j] - s.acceleration[e, a]) * (_ONE / (p.max_speed + _EPS))
-    if f == 4:
-        return (s.heading[e, j] - s.heading[e, a]) * (_ONE / _TWO_PI)
-    if f == 5:
-        return _ONE if j < p.tagger_hi else _ZERO
-    return _ONE if observing(s, e, j) else _ZERO
-
-
-@kernel_fn
 def _cell(s, p, e, a):
     """(column, row) of agent a's cell in the search grid."""
     width = p.grid_length / np.float32(p.cells)
@@ -503,8 +482,71 @@ def find_neighbours_by_cell(s, p, e, k, d2s, js):
 
 
 @kernel_fn
-def _time(s, p, e, a):
-    """The time feature, t / max_cycles; zero for an agent out of the game.
+def _other(s, p, e, a, slot, hide):
+    """The agent in agent a's observation slot ``slot``, or -1 for a slot that shows zeros.
+
+    A nearest-agents slot past the list is empty. With full observations, an agent out of the
+    game still sees who the others are and whether they are in the game (``hide=False``), and
+    zeros for the rest, as in WarpDrive.
+    """
+    if p.use_full_observation:
+        if hide and not observing(s, e, a):
+            return -1
+        return slot if slot < a else slot + 1
+    if slot < s.nbr_count[e, a]:
+        return s.nbr_idx[e, a, slot]
+    return -1
+
+
+# One fill function per block (`FEATURES` order, then time and own). Scales are reciprocals of
+# params, which the compiler computes once outside the element loop: a division per element
+# costs several instructions on a GPU. The blocks of one slot are computed together (a run of
+# equal-size blocks), so the slot's agent is looked up once for all seven.
+@kernel_fn
+def rel_x(s, p, e, a, slot):
+    j = _other(s, p, e, a, slot, True)
+    return _ZERO if j < 0 else (s.pos_x[e, j] - s.pos_x[e, a]) * (_ONE / (_SQRT2 * p.grid_length))
+
+
+@kernel_fn
+def rel_y(s, p, e, a, slot):
+    j = _other(s, p, e, a, slot, True)
+    return _ZERO if j < 0 else (s.pos_y[e, j] - s.pos_y[e, a]) * (_ONE / (_SQRT2 * p.grid_length))
+
+
+@kernel_fn
+def rel_speed(s, p, e, a, slot):
+    j = _other(s, p, e, a, slot, True)
+    return _ZERO if j < 0 else (s.speed[e, j] - s.speed[e, a]) * (_ONE / (p.max_speed + _EPS))
+
+
+@kernel_fn
+def rel_acceleration(s, p, e, a, slot):
+    j = _other(s, p, e, a, slot, True)
+    return _ZERO if j < 0 else (s.acceleration[e, j] - s.acceleration[e, a]) * (_ONE / (p.max_speed + _EPS))
+
+
+@kernel_fn
+def rel_heading(s, p, e, a, slot):
+    j = _other(s, p, e, a, slot, True)
+    return _ZERO if j < 0 else (s.heading[e, j] - s.heading[e, a]) * (_ONE / _TWO_PI)
+
+
+@kernel_fn
+def is_tagger(s, p, e, a, slot):
+    j = _other(s, p, e, a, slot, False)
+    return _ONE if 0 <= j < p.tagger_hi else _ZERO
+
+
+@kernel_fn
+def alive(s, p, e, a, slot):
+    j = _other(s, p, e, a, slot, False)
+    return _ONE if j >= 0 and observing(s, e, j) else _ZERO
+
+
+@kernel_fn
+def elapsed(s, p, e, a, j):
+    """t / max_cycles; zero for an agent out of the game.
 
     Only full observations reach an agent out of the game (`_observation`); with the nearest
     agents the core already writes its zeros, and the constant test folds the check away.
@@ -515,8 +557,8 @@ def _time(s, p, e, a):
 
 
 @kernel_fn
-def _own(s, p, e, a, o):
-    """observe_own_state: what the relative features leave out (zeros out of the game, as in `_time`)."""
+def own_state(s, p, e, a, o):
+    """observe_own_state: what the relative features leave out (zeros out of the game, as in `elapsed`)."""
     if p.use_full_observation and not observing(s, e, a):
         return _ZERO
     if o == 0:
@@ -529,39 +571,12 @@ def _own(s, p, e, a, o):
     return np.float32(math.cos(h)) if o == 3 else np.float32(math.sin(h))
 
 
-@kernel_fn
-def _slot(s, p, e, a, f, slot):
-    """Feature f of the agent in agent a's observation slot ``slot`` (zero for an empty slot).
-
-    With full observations an agent out of the game still sees who the others are and whether
-    they are in the game, and zeros for the rest, as in WarpDrive.
-    """
-    if p.use_full_observation:
-        j = slot if slot < a else slot + 1
-        if f < 5 and not observing(s, e, a):
-            return _ZERO
-    elif slot < s.nbr_count[e, a]:
-        j = s.nbr_idx[e, a, slot]
-    else:
-        return _ZERO
-    return _feature(s, p, e, a, j, f)
-
-
-@kernel_fn
-def observe_block(s, p, e, a, b, j):
-    """Element j of block b (`FEATURES`, then time, then own) of agent a's observation."""
-    if b == 7:
-        return _time(s, p, e, a)
-    if b == 8:
-        return _own(s, p, e, a, j)
-    return _slot(s, p, e, a, b, j)
+_FILLS = (rel_x, rel_y, rel_speed, rel_acceleration, rel_heading, is_tagger, alive)
 
 
 def _observation(p: TagParams) -> PerObs:
-    # Block by block: a lane computes slot j of every feature block at once, so what the slot
-    # shares (the other agent's index, its nearest-list entry) is found once for seven values.
-    # With full observations an agent out of the game is not all zeros (see `_slot`).
-    return PerObs(observe_block, by_block=True, zeros_out_of_game=not p.use_full_observation)
+    # With full observations an agent out of the game is not all zeros (see `_other`).
+    return PerObs(zeros_out_of_game=not p.use_full_observation)
 
 
 def launch(p: TagParams, num_envs: int) -> dict:

@@ -1,7 +1,7 @@
-"""Tag continuous written block by block (`PerObs.by_block`) observes exactly what it does element by element.
+"""Tag continuous filled block by block (`ObsBlock.fill`) observes exactly what it does element by element.
 
-Tag's observation is by block; here an element-wise phase that finds each element's block and
-offset itself and asks the same function stands in for it, the reference. The CUDA target's
+Tag's observation is its blocks' fill functions; here an element-wise phase that finds each
+element's block and offset itself and asks the same fill functions stands in for it, the reference. The CUDA target's
 by-block loops (a lane per (agent, slot) pair, every feature of the slot computed before any is
 stored) and the CPU target's run loops must both match it, on full observations with the own
 state and on the nearest agents with empty slots.
@@ -23,12 +23,23 @@ NEAREST = dict(num_taggers=1, num_runners=5, max_cycles=5, tagging_distance=0.2,
 @kernel_fn
 def observe_by_element(s, p, e, a, i):
     k = p.num_observed
+    if i < k:
+        return tag.rel_x(s, p, e, a, i)
+    if i < 2 * k:
+        return tag.rel_y(s, p, e, a, i - k)
+    if i < 3 * k:
+        return tag.rel_speed(s, p, e, a, i - 2 * k)
+    if i < 4 * k:
+        return tag.rel_acceleration(s, p, e, a, i - 3 * k)
+    if i < 5 * k:
+        return tag.rel_heading(s, p, e, a, i - 4 * k)
+    if i < 6 * k:
+        return tag.is_tagger(s, p, e, a, i - 5 * k)
     if i < 7 * k:
-        f = i // k
-        return tag.observe_block(s, p, e, a, f, i - f * k)
+        return tag.alive(s, p, e, a, i - 6 * k)
     if i == 7 * k:
-        return tag.observe_block(s, p, e, a, 7, 0)
-    return tag.observe_block(s, p, e, a, 8, i - 7 * k - 1)
+        return tag.elapsed(s, p, e, a, 0)
+    return tag.own_state(s, p, e, a, i - 7 * k - 1)
 
 
 def observations(kw: dict, by_block: bool, target: str, device, monkeypatch, steps: int = 4):

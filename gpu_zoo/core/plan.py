@@ -97,7 +97,8 @@ class Stages:
                 try:
                     self.imports[alias] = _qualified(block.fill)
                 except TypeError as err:
-                    raise TypeError(f"{layout.spec.id}: the fill of block {block.name!r} of group {g!r}: {err}") from None
+                    where = f"{layout.spec.id}: the fill of block {block.name!r} of group {g!r}"
+                    raise TypeError(f"{where}: {err}") from None
                 self.per_obs.add(alias)
         self.elem("obs", "_fill_{g}_{b}(s, p, e, a, j)", guard, observed=phase.zeros_out_of_game, by_block=True)
 

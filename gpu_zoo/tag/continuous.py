@@ -546,7 +546,7 @@ def alive(s, p, e, a, slot):
 
 @kernel_fn
 def elapsed(s, p, e, a, j):
-    """t / max_cycles; zero for an agent out of the game.
+    """The time block, t / max_cycles; zero for an agent out of the game.
 
     Only full observations reach an agent out of the game (`_observation`); with the nearest
     agents the core already writes its zeros, and the constant test folds the check away.

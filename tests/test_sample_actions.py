@@ -61,3 +61,24 @@ def test_a_refused_out_names_what_it_expects_and_changes_nothing():
     with pytest.raises(ValueError, match="integer dtype"):
         env.sample_actions(out={"agent": torch.zeros(env.actions["agent"].shape)})
     assert torch.equal(env.actions["agent"], before)
+
+
+@pytest.mark.parametrize("env_id,kw", [("simple_spread_v3", {}), ("simple_spread_v3", dict(continuous_actions=True)),
+                                       ("tag_continuous_v0", {}), ("gather_trade_build_v0", {})],
+                         ids=["discrete", "box", "multidiscrete", "masked"])
+def test_a_generator_on_another_device_draws_there_and_the_draws_are_copied_over(env_id, kw, cuda_device):
+    if cuda_device.type == "cpu":
+        pytest.skip("a CPU generator is on another device only for an env on a GPU")
+    gpu = gpu_zoo.make(env_id, num_envs=6, device=cuda_device, **PZ_CONFIGS[env_id], **kw)
+    cpu = make(env_id, **kw)
+    gpu.reset(seed=1)
+    cpu.reset(seed=1)
+    for t in range(2):
+        want = cpu.sample_actions(torch.Generator().manual_seed(t))
+        new = gpu.sample_actions(torch.Generator().manual_seed(t))
+        written = gpu.sample_actions(torch.Generator().manual_seed(t), out=gpu.actions)
+        for g, a in want.items():
+            assert new[g].device == gpu.actions[g].device and written[g] is gpu.actions[g]
+            assert torch.equal(new[g].cpu(), a) and torch.equal(gpu.actions[g].cpu(), a), g
+        cpu.step(want)
+        gpu.step()

@@ -369,7 +369,8 @@ class BatchedEnv:
         For a masked group each action (each dimension of a MultiDiscrete one) is uniform over
         the entries its current mask allows. ``out`` (``env.actions``, say) takes the draws in
         place of new tensors: ``env.sample_actions(gen, out=env.actions); env.step()`` draws and
-        steps with no copy, one or two device kernels a group.
+        steps with no copy, one or two device kernels a group. A ``generator`` on another device
+        (a CPU one for a CUDA env) draws there, and the draws are copied over.
         """
         groups = list(self.groups if groups is None else groups)
         for g in groups:  # all checked before any is drawn: a refusal changes nothing
@@ -379,28 +380,40 @@ class BatchedEnv:
                 if g not in out:
                     raise ValueError(f"out has no tensor for group {g!r}")
                 self._check_action_tensor(g, out[g])
+        device = self.device if generator is None else generator.device
+        here = _same_device(device, self.device)
         result = {}
         for g in groups:
-            sp, buf = self.single_action_space(g), self.actions[g]
-            if g in self.action_masks:
-                drawn = self._sample_masked(g, generator)
-                result[g] = drawn if out is None else out[g].copy_(drawn)
-                continue
-            dst = result[g] = torch.empty_like(buf) if out is None else out[g]
-            if isinstance(sp, gymnasium.spaces.Discrete):
-                dst.random_(0, int(sp.n), generator=generator)  # one kernel, in the action dtype
-            elif isinstance(sp, gymnasium.spaces.Box):
-                low, span = self._box_affine[g]
-                torch.addcmul(low, span, torch.rand(buf.shape, device=self.device, generator=generator,
-                                                    dtype=buf.dtype), out=dst)
+            dst = None if out is None else out[g]
+            if here:
+                result[g] = self._draw(g, generator, device, dst)
             else:
-                dst.copy_(torch.rand(buf.shape, device=self.device, generator=generator) * self._bounds[g])
+                drawn = self._draw(g, generator, device)
+                result[g] = drawn.to(self.device) if dst is None else dst.copy_(drawn)
         return result
 
-    def _sample_masked(self, g: str, generator) -> torch.Tensor:
+    def _draw(self, g: str, generator, device, dst: torch.Tensor | None = None) -> torch.Tensor:
+        """Group ``g``'s draw on ``device``, into ``dst`` (a new tensor when None)."""
+        sp, buf = self.single_action_space(g), self.actions[g]
+        if g in self.action_masks:
+            drawn = self._sample_masked(g, generator, device)
+            return drawn if dst is None else dst.copy_(drawn)
+        if dst is None:
+            dst = torch.empty(buf.shape, dtype=buf.dtype, device=device)
+        if isinstance(sp, gymnasium.spaces.Discrete):
+            dst.random_(0, int(sp.n), generator=generator)  # one kernel, in the action dtype
+        elif isinstance(sp, gymnasium.spaces.Box):
+            low, span = (t.to(device) for t in self._box_affine[g])  # no copy on the env's device
+            torch.addcmul(low, span, torch.rand(buf.shape, device=device, generator=generator, dtype=buf.dtype),
+                          out=dst)
+        else:
+            dst.copy_(torch.rand(buf.shape, device=device, generator=generator) * self._bounds[g].to(device))
+        return dst
+
+    def _sample_masked(self, g: str, generator, device) -> torch.Tensor:
         # The arg-max of uniform scores over the allowed entries is a uniform pick among them.
-        mask, sp = self.action_masks[g], self.single_action_space(g)
-        scores = torch.rand(mask.shape, device=self.device, generator=generator).masked_fill_(~mask, -1.0)
+        mask, sp = self.action_masks[g].to(device), self.single_action_space(g)
+        scores = torch.rand(mask.shape, device=device, generator=generator).masked_fill_(~mask, -1.0)
         if isinstance(sp, gymnasium.spaces.Discrete):
             return scores.argmax(-1).to(self.actions[g].dtype)
         parts = scores.split([int(n) for n in sp.nvec], dim=-1)
@@ -463,6 +476,17 @@ class BatchedEnv:
 
     def __repr__(self):
         return f"BatchedEnv({self.spec.id}, num_envs={self.num_envs}, device={self.device}, target={self.target})"
+
+
+def _same_device(a, b) -> bool:
+    """Whether two torch devices are one (``cuda`` is the current CUDA device)."""
+    a, b = torch.device(a), torch.device(b)
+    if a.type != b.type:
+        return False
+    if a.type != "cuda":
+        return True
+    current = torch.cuda.current_device()
+    return (current if a.index is None else a.index) == (current if b.index is None else b.index)
 
 
 def _rebuilt(spec: EnvSpec, num_envs: int, device: str, options: dict, params: dict) -> BatchedEnv:

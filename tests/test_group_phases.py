@@ -29,7 +29,7 @@ def test_each_role_moves_by_its_own_action(target, num_envs, cuda_device):
     pos = env.state.pos.clone().cpu()
     gen = torch.Generator().manual_seed(0)
     for _ in range(4):
-        acts = env.sample_actions(gen)
+        acts = {g: a.cpu() for g, a in env.sample_actions(gen).items()}
         env.step({g: a.to(env.device) for g, a in acts.items()})
         pos = _expected(pos, acts["chaser"], acts["runner"])
         assert torch.equal(env.state.pos.cpu(), pos)

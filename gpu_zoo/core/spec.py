@@ -60,7 +60,7 @@ class ObsBlock:
     ``fill``, when given, computes the block: ``fill(s, p, e, a, j) -> float32`` is element ``j``
     (``0 <= j < size``) of agent ``a``'s block, a `kernel_fn`. An observation phase ``PerObs()``
     with no function of its own then fills every block with its ``fill``: no env works out where a
-    block starts, and each block compiles only its own code. (A ``PerObs(fn)`` computes the whole
+    block starts. (A ``PerObs(fn)`` computes the whole
     row itself and leaves the fills unused: a reference to test them against, for instance.)
     """
 

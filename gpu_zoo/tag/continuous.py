@@ -482,66 +482,84 @@ def find_neighbours_by_cell(s, p, e, k, d2s, js):
 
 
 @kernel_fn
-def _other(s, p, e, a, slot, hide):
-    """The agent in agent a's observation slot ``slot``, or -1 for a slot that shows zeros.
+def _shown(s, p, e, a, slot, hide):
+    """Whether agent a's observation slot ``slot`` shows an agent (else the slot's values are zeros).
 
     A nearest-agents slot past the list is empty. With full observations, an agent out of the
     game still sees who the others are and whether they are in the game (``hide=False``), and
     zeros for the rest, as in WarpDrive.
     """
     if p.use_full_observation:
-        if hide and not observing(s, e, a):
-            return -1
+        return not hide or observing(s, e, a)
+    return slot < s.nbr_count[e, a]
+
+
+@kernel_fn
+def _other(s, p, e, a, slot):
+    """The agent in a shown slot: the slot-th other agent (full observations), or the slot-th nearest."""
+    if p.use_full_observation:
         return slot if slot < a else slot + 1
-    if slot < s.nbr_count[e, a]:
-        return s.nbr_idx[e, a, slot]
-    return -1
+    return s.nbr_idx[e, a, slot]
 
 
 # One fill function per block (`FEATURES` order, then time and own). Scales are reciprocals of
 # params, which the compiler computes once outside the element loop: a division per element
 # costs several instructions on a GPU. The blocks of one slot are computed together (a run of
-# equal-size blocks), so the slot's agent is looked up once for all seven.
+# equal-size blocks), so the slot's agent is looked up once for all seven. Each returns early
+# for an empty slot: the agent index it then reads is known not to be negative, which spares
+# every load the check for a negative index (a sentinel of -1 cost 19% at 2000 x 100 on an H200).
 @kernel_fn
 def rel_x(s, p, e, a, slot):
-    j = _other(s, p, e, a, slot, True)
-    return _ZERO if j < 0 else (s.pos_x[e, j] - s.pos_x[e, a]) * (_ONE / (_SQRT2 * p.grid_length))
+    if not _shown(s, p, e, a, slot, True):
+        return _ZERO
+    j = _other(s, p, e, a, slot)
+    return (s.pos_x[e, j] - s.pos_x[e, a]) * (_ONE / (_SQRT2 * p.grid_length))
 
 
 @kernel_fn
 def rel_y(s, p, e, a, slot):
-    j = _other(s, p, e, a, slot, True)
-    return _ZERO if j < 0 else (s.pos_y[e, j] - s.pos_y[e, a]) * (_ONE / (_SQRT2 * p.grid_length))
+    if not _shown(s, p, e, a, slot, True):
+        return _ZERO
+    j = _other(s, p, e, a, slot)
+    return (s.pos_y[e, j] - s.pos_y[e, a]) * (_ONE / (_SQRT2 * p.grid_length))
 
 
 @kernel_fn
 def rel_speed(s, p, e, a, slot):
-    j = _other(s, p, e, a, slot, True)
-    return _ZERO if j < 0 else (s.speed[e, j] - s.speed[e, a]) * (_ONE / (p.max_speed + _EPS))
+    if not _shown(s, p, e, a, slot, True):
+        return _ZERO
+    j = _other(s, p, e, a, slot)
+    return (s.speed[e, j] - s.speed[e, a]) * (_ONE / (p.max_speed + _EPS))
 
 
 @kernel_fn
 def rel_acceleration(s, p, e, a, slot):
-    j = _other(s, p, e, a, slot, True)
-    return _ZERO if j < 0 else (s.acceleration[e, j] - s.acceleration[e, a]) * (_ONE / (p.max_speed + _EPS))
+    if not _shown(s, p, e, a, slot, True):
+        return _ZERO
+    j = _other(s, p, e, a, slot)
+    return (s.acceleration[e, j] - s.acceleration[e, a]) * (_ONE / (p.max_speed + _EPS))
 
 
 @kernel_fn
 def rel_heading(s, p, e, a, slot):
-    j = _other(s, p, e, a, slot, True)
-    return _ZERO if j < 0 else (s.heading[e, j] - s.heading[e, a]) * (_ONE / _TWO_PI)
+    if not _shown(s, p, e, a, slot, True):
+        return _ZERO
+    j = _other(s, p, e, a, slot)
+    return (s.heading[e, j] - s.heading[e, a]) * (_ONE / _TWO_PI)
 
 
 @kernel_fn
 def is_tagger(s, p, e, a, slot):
-    j = _other(s, p, e, a, slot, False)
-    return _ONE if 0 <= j < p.tagger_hi else _ZERO
+    if not _shown(s, p, e, a, slot, False):
+        return _ZERO
+    return _ONE if _other(s, p, e, a, slot) < p.tagger_hi else _ZERO
 
 
 @kernel_fn
 def alive(s, p, e, a, slot):
-    j = _other(s, p, e, a, slot, False)
-    return _ONE if j >= 0 and observing(s, e, j) else _ZERO
+    if not _shown(s, p, e, a, slot, False):
+        return _ZERO
+    return _ONE if observing(s, e, _other(s, p, e, a, slot)) else _ZERO
 
 
 @kernel_fn
@@ -575,7 +593,7 @@ _FILLS = (rel_x, rel_y, rel_speed, rel_acceleration, rel_heading, is_tagger, ali
 
 
 def _observation(p: TagParams) -> PerObs:
-    # With full observations an agent out of the game is not all zeros (see `_other`).
+    # With full observations an agent out of the game is not all zeros (see `_shown`).
     return PerObs(zeros_out_of_game=not p.use_full_observation)
 
 

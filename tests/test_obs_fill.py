@@ -21,11 +21,14 @@ def _expected(env):
     return {"walker": walker, "watcher": watcher}
 
 
+@pytest.mark.parametrize("by_block", [False, True], ids=["by_element", "by_block"])
 @pytest.mark.parametrize("target,num_envs", [("cpu", 3), ("cpu", 12), ("cuda", 3)],
                          ids=["cpu_serial", "cpu_parallel", "cuda_target"])
-def test_each_block_is_filled_by_its_own_function(target, num_envs, cuda_device):
+def test_each_block_is_filled_by_its_own_function(target, num_envs, by_block, cuda_device):
     device = "cpu" if target == "cpu" else cuda_device
-    env = BatchedEnv(of.SPEC, num_envs, device=device, target=target)
+    spec = of.SPEC if not by_block else dataclasses.replace(of.SPEC, id="obs_fill_by_block_v0",
+                                                            observe=(PerObs(by_block=True),))
+    env = BatchedEnv(spec, num_envs, device=device, target=target)
     env.reset(seed=1)
     gen = torch.Generator().manual_seed(0)
     for _ in range(4):
@@ -35,9 +38,14 @@ def test_each_block_is_filled_by_its_own_function(target, num_envs, cuda_device)
     assert env.state.pos.cpu().abs().sum() > 0
 
 
-def test_out_of_game_agents_observe_zeros_unless_asked_otherwise():
-    assert PerObs().by_block and PerObs().zeros_out_of_game
-    assert not PerObs(zeros_out_of_game=False).zeros_out_of_game
+def test_a_group_without_observations_compiles():
+    def groups(p):
+        return (*of.groups(p), Group("mute", 1, (ObsBlock("nothing", 0, fill=of.place),), of.groups(p)[0].action_space))
+
+    params = dataclasses.replace(of.SPEC, id="obs_fill_mute_v0", groups=groups)
+    env = BatchedEnv(params, 2, device="cpu")
+    env.reset(seed=0)
+    assert env.obs["mute"].shape == (2, 1, 0)
 
 
 def test_a_block_without_a_fill_function_is_named():

@@ -34,7 +34,7 @@ from .codegen_cpu import cpu_body
 from .codegen_cuda import cuda_body
 from .launch_shape import LaunchShape
 from .layout import LIVE_INT_PARAMS, Layout
-from .plan import Stages, stages, step_kernels
+from .plan import Stages, ladder_source, stages, step_kernels
 
 
 def cache_dir() -> Path:
@@ -137,7 +137,12 @@ def generate_source(layout: Layout, target: str, shape: LaunchShape | None) -> s
         f"State = namedtuple('State', {tuple(layout.fields)!r})",
         f"Params = namedtuple('Params', {tuple(param_names)!r})",
     ]
-    parts = ["\n".join(head), params_src]
+    # A row filled block by block (`plan.Stages.ladders`): inlined into the element loop like an observation.
+    ladder_deco = {"cpu": "@njit(inline='always', _nrt=False, error_model='numpy', no_cpython_wrapper=True, "
+                          "no_cfunc_wrapper=True)", "cudasim": "", "cuda": "@cuda.jit(device=True, forceinline=True)"}
+    ladders = {**step.ladders, **reset.ladders}
+    parts = ["\n".join(head), params_src,
+             *(ladder_source(name, ladder, ladder_deco[target]) for name, ladder in sorted(ladders.items()))]
     if target == "cpu":
         helpers: dict = {}
         bodies = [cpu_body("step", step, layout, helpers), cpu_body("reset", reset, layout, helpers)]

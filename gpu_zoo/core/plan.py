@@ -52,6 +52,7 @@ class Stages:
         self.items: list[tuple[str, object, bool]] = []
         self.imports: dict[str, tuple[str, str]] = {}
         self.per_obs: set[str] = set()
+        self.ladders: dict[str, list[tuple[str, int, int]]] = {}
         self.step = step
 
     def add(self, phase, guard: str = ""):
@@ -90,8 +91,15 @@ class Stages:
                 self._add_group_observations(bound, guard)
 
     def _add_fills(self, phase: PerObs, layout: Layout, guard: str):
-        """One element stage calling each block's own ``fill`` (alias ``_fill_<group>_<block>``)."""
+        """One element stage calling each block's own ``fill`` (alias ``_fill_<group>_<block>``).
+
+        By block, the stage calls the block's fill with the offset in it. By element, it calls
+        ``_fills_of_<group>(s, p, e, a, i)``, a function the generated module defines from
+        `Stages.ladders`: which block element ``i`` is in, and that block's fill.
+        """
         for g, gi in layout.groups.items():
+            off = 0
+            ladder = []
             for b, block in enumerate(gi.group.obs):
                 alias = f"_fill_{g}_{b}"
                 try:
@@ -100,7 +108,14 @@ class Stages:
                     where = f"{layout.spec.id}: the fill of block {block.name!r} of group {g!r}"
                     raise TypeError(f"{where}: {err}") from None
                 self.per_obs.add(alias)
-        self.elem("obs", "_fill_{g}_{b}(s, p, e, a, j)", guard, observed=phase.zeros_out_of_game, by_block=True)
+                if block.size:
+                    ladder.append((alias, off, block.size))
+                off += block.size
+            self.ladders[f"_fills_of_{g}"] = ladder
+        if phase.by_block:
+            self.elem("obs", "_fill_{g}_{b}(s, p, e, a, j)", guard, observed=phase.zeros_out_of_game, by_block=True)
+        else:
+            self.elem("obs", "_fills_of_{g}(s, p, e, a, i)", guard, observed=phase.zeros_out_of_game)
 
     def _add_group_observations(self, bound, guard: str):
         """One element stage whose loop for group ``g`` calls that group's function (alias ``_obs_of_g``)."""
@@ -172,6 +187,7 @@ def _joined(*parts: Stages) -> Stages:
         out.items += part.items
         out.imports.update(part.imports)
         out.per_obs |= part.per_obs
+        out.ladders.update(part.ladders)
     return out
 
 
@@ -220,6 +236,18 @@ def field_args(layout: Layout) -> str:
 def state_tuple(layout: Layout) -> str:
     """The kernel's state: a ``State`` namedtuple of its field arrays."""
     return f"State({field_args(layout)})"
+
+
+def ladder_source(name: str, ladder: list[tuple[str, int, int]], deco: str) -> str:
+    """``name(s, p, e, a, i)``: element ``i`` of a row from the fill of the block it falls in."""
+    out = [deco, f"def {name}(s, p, e, a, i):"] if deco else [f"def {name}(s, p, e, a, i):"]
+    if not ladder:
+        return "\n".join([*out, "    return np.float32(0.0)"])
+    for alias, off, size in ladder[:-1]:
+        out += [f"    if i < {off + size}:", f"        return {alias}(s, p, e, a, {f'i - {off}' if off else 'i'})"]
+    alias, off, _ = ladder[-1]
+    out.append(f"    return {alias}(s, p, e, a, {f'i - {off}' if off else 'i'})")
+    return "\n".join(out)
 
 
 def bound_groups(layout: Layout, bound) -> list[tuple[str, tuple, str, int, int]]:

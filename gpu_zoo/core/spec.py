@@ -168,9 +168,10 @@ class PerObs:
     """A phase computing observations element by element: ``fn(s, p, e, a, i) -> float32``.
 
     ``PerObs()`` without ``fn`` fills each `ObsBlock` with its own ``fill`` function (every block
-    of the groups it observes must have one), block by block as under ``by_block`` below. That is
-    the form to start with; a function of the whole row stays for observations whose elements
-    share work that blocks cannot (measure before choosing it).
+    of every group must have one): the form to start with. The core finds each element's block,
+    as a function of the whole row would; with ``by_block=True`` it writes the blocks as below.
+    A function of the whole row stays for observations whose elements share work that blocks
+    cannot (measure before choosing it).
 
     It returns element ``i`` of agent ``a``'s observation. The core stores it in
     ``s.obs_<group>``, with neighbouring threads writing neighbouring elements: coalesced on a
@@ -202,8 +203,6 @@ class PerObs:
     group: str | None = None
 
     def __post_init__(self):
-        if self.fn is None:
-            object.__setattr__(self, "by_block", True)
         if self.group is not None and (not isinstance(self.group, str) or not self.group):
             raise TypeError(f"PerObs group must be a group's name (a str) or None, got {self.group!r}")
 

@@ -601,8 +601,10 @@ _FILLS = (rel_x, rel_y, rel_speed, rel_acceleration, rel_heading, is_tagger, ali
 
 
 def _observation(p: TagParams) -> PerObs:
+    # Block by block: a lane computes slot j of every feature block at once, so what the slot
+    # shares (the other agent's index, its nearest-list entry) is found once for seven values.
     # With full observations an agent out of the game is not all zeros (see `_shown`).
-    return PerObs(zeros_out_of_game=not p.use_full_observation)
+    return PerObs(by_block=True, zeros_out_of_game=not p.use_full_observation)
 
 
 def launch(p: TagParams, num_envs: int) -> dict:

@@ -279,6 +279,49 @@ def own(s, e, a, i):
     return np.float32(s.pos_y[e, a])
 
 
+# Fill functions of the observation blocks most scenarios share (`ObsBlock.fill`): element j of
+# the block for agent a.
+@kernel_fn
+def own_vel(s, p, e, a, j):
+    """``self_vel``: the agent's velocity."""
+    return np.float32(s.vel_x[e, a] if j == 0 else s.vel_y[e, a])
+
+
+@kernel_fn
+def own_pos(s, p, e, a, j):
+    """``self_pos``: the agent's position."""
+    return np.float32(s.pos_x[e, a] if j == 0 else s.pos_y[e, a])
+
+
+@kernel_fn
+def landmarks_relative(s, p, e, a, k):
+    """``landmark_rel_pos`` of a scenario that sees every landmark: landmark k // 2 relative to agent a."""
+    return relative(s, e, a, p.num_agents + k // 2, k % 2)
+
+
+@kernel_fn
+def others_relative(s, p, e, a, k):
+    """``other_rel_pos``: the (k // 2)-th agent other than a, relative to it.
+
+    With MPE2's partial observability (``p.nearest_agents``) the (k // 2)-th nearest instead, and
+    zero past their count.
+    """
+    j = k // 2
+    if p.nearest_agents:
+        j = nearest(s, e, a, 0, p.num_agents, j)
+        if j < 0:
+            return np.float32(0.0)
+    elif j >= a:
+        j += 1
+    return relative(s, e, a, j, k % 2)
+
+
+@kernel_fn
+def silent(s, p, e, a, j):
+    """A block of messages from agents that never speak."""
+    return np.float32(0.0)
+
+
 @kernel_fn
 def bound_penalty(x):
     """MPE2's penalty for a good agent at |coordinate| x: 0 below 0.9, linear to 1, then exponential up to 10."""

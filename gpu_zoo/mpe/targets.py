@@ -23,8 +23,6 @@ from gpu_zoo.mpe.particles import (
     continuous_force,
     discrete_force,
     integrate,
-    own,
-    relative,
 )
 from gpu_zoo.mpe.scenario import check_common, move_space
 
@@ -52,7 +50,8 @@ class ShapeParams:
 
 
 def groups(p: ShapeParams, num_landmarks: int) -> tuple[Group, ...]:
-    obs = (ObsBlock("self_vel", 2), ObsBlock("self_pos", 2), ObsBlock("landmark_rel_pos", 2 * num_landmarks))
+    obs = (ObsBlock("self_vel", 2, fill=particles.own_vel), ObsBlock("self_pos", 2, fill=particles.own_pos),
+           ObsBlock("landmark_rel_pos", 2 * num_landmarks, fill=particles.landmarks_relative))
     return (Group("agent", p.N, obs, move_space(p.continuous_actions)),)
 
 
@@ -171,15 +170,6 @@ def reward(s, p, e, a):
 def check_success(s, p, e):
     if p.terminate_on_success and s.t[e] < p.max_cycles and s.success[e]:
         s.over[e] = 1
-
-
-@kernel_fn
-def observe(s, p, e, a, i):
-    """Element i of MPE2's observation of agent a: its velocity, its position, each landmark relative to it."""
-    if i < 4:
-        return own(s, e, a, i)
-    k = i - 4
-    return relative(s, e, a, p.num_agents + k // 2, k % 2)
 
 
 def step(p: ShapeParams, place_targets=None) -> tuple:

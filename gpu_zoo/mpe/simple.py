@@ -33,7 +33,7 @@ import numpy as np
 
 from gpu_zoo.core import EnvSpec, Group, ObsBlock, PerAgent, PerEnv, PerObs, kernel_fn
 from gpu_zoo.mpe import particles
-from gpu_zoo.mpe.particles import continuous_force, discrete_force, integrate, place_landmarks, spawn
+from gpu_zoo.mpe.particles import continuous_force, discrete_force, integrate, place_landmarks, relative, spawn
 from gpu_zoo.mpe.scenario import check_common, move_space
 
 AGENT_SIZE = LANDMARK_SIZE = 0.05
@@ -54,8 +54,7 @@ class SimpleParams:
 
 
 def groups(p: SimpleParams) -> tuple[Group, ...]:
-    return (Group("agent", 1, (ObsBlock("self_vel", 2, fill=particles.own_vel),
-                               ObsBlock("landmark_rel_pos", 2, fill=particles.landmarks_relative)),
+    return (Group("agent", 1, (ObsBlock("self_vel", 2), ObsBlock("landmark_rel_pos", 2)),
                   move_space(p.continuous_actions)),)
 
 
@@ -89,6 +88,15 @@ def reward(s, p, e, a):
     s.rew[e, a] = np.float32(-(dx * dx + dy * dy))
 
 
+@kernel_fn
+def observe(s, p, e, a, i):
+    if i == 0:
+        return np.float32(s.vel_x[e, a])
+    if i == 1:
+        return np.float32(s.vel_y[e, a])
+    return relative(s, e, a, 1, i - 2)
+
+
 def render(state: dict, p: SimpleParams, size: int = 320) -> np.ndarray:
     return particles.render(state, COLORS, world(p).sizes, size, p.max_cycles)
 
@@ -101,7 +109,7 @@ SPEC = EnvSpec(
     reset=(PerAgent(spawn), PerEnv(place_landmarks)),
     step=lambda p: (PerAgent(read_continuous_action if p.continuous_actions else read_discrete_action),
                     PerAgent(integrate), PerAgent(reward)),
-    observe=(PerObs(),),
+    observe=(PerObs(observe),),
     constants=constants,
     render=render,
     module=__name__,

@@ -51,7 +51,11 @@ from gpu_zoo.mpe.particles import (
     distance,
     integrate,
     is_collision,
+    landmark_relative,
+    nearest,
+    own,
     place_landmarks,
+    relative,
     spawn,
 )
 from gpu_zoo.mpe.scenario import check_common, check_neighbors, move_space
@@ -97,10 +101,8 @@ def observed_agents(p: SimpleSpreadParams) -> int:
 
 def groups(p: SimpleSpreadParams) -> tuple[Group, ...]:
     L, K = observed_landmarks(p), observed_agents(p)
-    obs = (ObsBlock("self_vel", 2, fill=particles.own_vel), ObsBlock("self_pos", 2, fill=particles.own_pos),
-           ObsBlock("landmark_rel_pos", 2 * L, fill=particles.landmark_relative),
-           ObsBlock("other_rel_pos", 2 * K, fill=particles.others_relative),
-           ObsBlock("other_comm", DIM_C * K, fill=particles.silent))
+    obs = (ObsBlock("self_vel", 2), ObsBlock("self_pos", 2), ObsBlock("landmark_rel_pos", 2 * L),
+           ObsBlock("other_rel_pos", 2 * K), ObsBlock("other_comm", DIM_C * K))
     return (Group("agent", p.N, obs, move_space(p.continuous_actions)),)
 
 
@@ -172,6 +174,27 @@ def check_success(s, p, e):
     s.over[e] = 1
 
 
+@kernel_fn
+def observe(s, p, e, a, i):
+    """Element i of MPE2's observation of agent a."""
+    if i < 4:
+        return own(s, e, a, i)
+    k = i - 4
+    if k < 2 * p.observed_landmarks:
+        return landmark_relative(s, p, e, a, k)
+    k -= 2 * p.observed_landmarks
+    if k < 2 * p.observed_agents:
+        j = k // 2
+        if p.nearest_agents:
+            j = nearest(s, e, a, 0, p.num_agents, j)
+            if j < 0:
+                return np.float32(0.0)
+        elif j >= a:
+            j += 1  # the (k//2)-th agent other than a
+        return relative(s, e, a, j, k % 2)
+    return np.float32(0.0)  # the others' messages: every agent is silent
+
+
 def render(state: dict, p: SimpleSpreadParams, size: int = 320) -> np.ndarray:
     return particles.render(state, (AGENT_COLOR,) * p.N + (LANDMARK_COLOR,) * p.N, world(p).sizes, size,
                             p.max_cycles)
@@ -186,7 +209,7 @@ SPEC = EnvSpec(
     step=lambda p: (PerAgent(read_continuous_action if p.continuous_actions else read_discrete_action),
                     PerAgent(add_contact_forces), PerAgent(integrate), PerEnv(shared_reward), PerAgent(reward),
                     PerEnv(check_success)),
-    observe=(PerObs(),),
+    observe=(PerObs(observe),),
     constants=constants,
     render=render,
     module=__name__,

@@ -22,12 +22,14 @@ import io
 
 import numpy as np
 import pytest
+import torch
 
+import gpu_zoo
 from gpu_zoo.core.rng import hash_u64
 from gpu_zoo.economy import gather_trade_build as gtb
 from gpu_zoo.economy.layouts import TILE_STONE, TILE_WOOD
 from tests.economy.helpers import ECON_SMALL, P, econ_env
-from tests.helpers import reference
+from tests.helpers import ECON_SAEZ, SAEZ_INCOME, reference
 
 with contextlib.redirect_stdout(io.StringIO()):  # it prints a GPU census on import
     foundation = reference("ai_economist.foundation")
@@ -48,9 +50,9 @@ def draw(s, agent: int, k: int, t: int) -> float:
     return (bits >> 40) / (1 << 24)  # bits_to_unit: the top 24 bits, exact in float32
 
 
-def package_env(regen: float, coin: float, tax_model: str):
-    config = {**AIE_CONFIG, "episode_length": ECON_SMALL["max_cycles"], "starting_agent_coin": coin}
-    tax = {"period": ECON_SMALL["tax_period"], "tax_model": tax_model}
+def package_env(regen: float, coin: float, tax_model: str, rules: dict = ECON_SMALL):
+    config = {**AIE_CONFIG, "episode_length": rules["max_cycles"], "starting_agent_coin": coin}
+    tax = {"period": rules["tax_period"], "tax_model": tax_model}
     config["components"] = [(name, {**kw, **tax} if name == "PeriodicBracketTax" else kw)
                             for name, kw in AIE_CONFIG["components"]]
     with contextlib.redirect_stdout(io.StringIO()):
@@ -64,13 +66,17 @@ def package_env(regen: float, coin: float, tax_model: str):
 CROWD = ((7, 2), (7, 3), (8, 2), (8, 3))
 
 
-def reset_both(theirs, ours, seed: int, crowd: bool = False, stock: int = 0):
+def reset_both(theirs, ours, seed: int | None, crowd: bool = False, stock: int = 0):
     """Resets both and gives the package ours's start; returns the package's first observations.
 
-    ``crowd`` puts the workers on a 2 x 2 square, so that who moves first decides who gets a tile;
-    ``stock`` gives each that many units of stone and of wood, so that builds and asks start at once.
+    ``seed=None`` starts ours's next episode as its auto-reset would (what lasts across episodes
+    stays). ``crowd`` puts the workers on a 2 x 2 square, so that who moves first decides who gets a
+    tile; ``stock`` gives each that many units of stone and of wood, so that builds and asks start at once.
     """
-    ours.reset(seed=seed)
+    if seed is None:
+        ours.reset(envs=torch.ones(1, dtype=torch.bool))
+    else:
+        ours.reset(seed=seed)
     with contextlib.redirect_stdout(io.StringIO()):
         theirs.reset()
     s, world = ours.state, theirs.world
@@ -97,13 +103,14 @@ def step_both(theirs, ours, workers: np.ndarray, planner: np.ndarray, monkeypatc
     s = ours.state
     t = int(s.t[0]) + 1
     bonus = [draw(s, a, gtb._D_BONUS, t) for a in range(N)]
+    keys = [draw(s, a, gtb._D_MOVE_ORDER, t) for a in range(N)]
+    rates = np.array([draw(s, N, gtb._D_RATE + b, t) for b in range(7)])  # the planner's: random Saez rates
     regrowth = np.array([draw(s, N + 1 + k, gtb._D_TILE, t) for k in range(P.height * P.width)],
                         dtype=np.float64).reshape(P.height, P.width)
     ours.step({"worker": ours.actions["worker"].new_tensor(workers[None]),
                "planner": ours.actions["planner"].new_tensor(planner[None, None])})
-    keys = s.move_key[0, :N].numpy()
-    np.testing.assert_array_equal(keys, [draw(s, a, gtb._D_MOVE_ORDER, t) for a in range(N)])
-    order = sorted(range(N), key=lambda a: (float(keys[a]), a))
+    np.testing.assert_array_equal(s.move_key[0, :N].numpy(), keys)
+    order = sorted(range(N), key=lambda a: (keys[a], a))
 
     gathering = [None]
 
@@ -118,7 +125,12 @@ def step_both(theirs, ours, workers: np.ndarray, planner: np.ndarray, monkeypatc
 
     monkeypatch.setattr(theirs.world, "get_random_order_agents", in_our_order)
     monkeypatch.setattr(aie_move, "rand", lambda: bonus[gathering[0]])
+    def uniform(low, high, size):
+        assert size == rates.shape, size  # rates drawn until the Saez model has its samples
+        return low + (high - low) * rates
+
     monkeypatch.setattr(np.random, "rand", rand)
+    monkeypatch.setattr(np.random, "uniform", uniform)
     before = np.random.get_state()[1].copy()
     actions = {str(a): int(workers[a]) for a in range(N)}
     if theirs.get_component("PeriodicBracketTax").tax_model == "model_wrapper":  # other models: no planner actions
@@ -259,3 +271,38 @@ def test_whole_episodes_step_for_step(envs, seed, regen, coin, crowd, stock, tax
             seen["taxes"] += int(paid > 0)
     assert done["__all__"]
     assert min(seen.values()) > 0, f"an episode meant to exercise every rule left some unused: {seen}"
+
+
+def test_the_saez_model_step_for_step_across_episodes(monkeypatch):
+    """Rates drawn until the ring of incomes fills, then the formula's, its elasticity carried over episodes."""
+    ours = gpu_zoo.make("gather_trade_build_v0", num_envs=1, device="cpu", autoreset=False, **ECON_SAEZ)
+    theirs = package_env(0.05, 12.0, "saez", ECON_SAEZ)
+    tax = theirs.get_component("PeriodicBracketTax")
+    tax._buffer_size = ECON_SAEZ["saez_buffer_size"]  # the package fixes it at 500
+    ours.set_params(resource_regen_prob=0.05, starting_agent_coin=12.0)
+    rng = np.random.default_rng(11)
+    drawn = formula = 0
+    for episode in range(5):
+        obs = reset_both(theirs, ours, 3 if episode == 0 else None, crowd=True, stock=2 + episode)
+        compare_state(theirs, ours)
+        for t in range(1, ECON_SAEZ["max_cycles"] + 1):
+            workers, planner = choose(rng, ours)
+            # coin handed to both, spread over the brackets: incomes for the fit of the elasticity
+            for a, gift in enumerate(rng.uniform(1.0, SAEZ_INCOME, N)):
+                ours.state.coin[0, a] += gift
+                theirs.world.agents[a].state["inventory"]["Coin"] += gift
+            first_day = t % ECON_SAEZ["tax_period"] == 1
+            full = len(tax.saez_buffer) >= ECON_SAEZ["saez_buffer_size"]
+            obs, rew, done = step_both(theirs, ours, workers, planner, monkeypatch)
+            where = f"episode {episode}, step {t}"
+            compare_state(theirs, ours)
+            compare_obs(obs, ours, where)
+            np.testing.assert_allclose(ours.rewards["worker"][0].numpy(), [rew[str(a)] for a in range(N)],
+                                       rtol=1e-5, atol=1e-6, err_msg=where)
+            assert float(ours.state.saez_elas[0]) == pytest.approx(tax.elas_t, rel=1e-9, abs=1e-12), where
+            drawn += first_day and not full
+            formula += first_day and full
+        assert done["__all__"]
+    np.testing.assert_allclose(tax.running_avg_tax_rates, ours.state.saez_avg_rates[0].numpy(), rtol=1e-9, atol=1e-12)
+    assert drawn > 0 and formula > 0, (drawn, formula)
+    assert tax.elas_t != 0.5  # the elasticity moved off its start

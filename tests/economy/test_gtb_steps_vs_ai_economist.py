@@ -50,8 +50,8 @@ def draw(s, agent: int, k: int, t: int) -> float:
     return (bits >> 40) / (1 << 24)  # bits_to_unit: the top 24 bits, exact in float32
 
 
-def package_env(regen: float, coin: float, tax_model: str, rules: dict = ECON_SMALL):
-    config = {**AIE_CONFIG, "episode_length": rules["max_cycles"], "starting_agent_coin": coin}
+def package_env(regen: float, coin: float, tax_model: str, rules: dict = ECON_SMALL, **config):
+    config = {**AIE_CONFIG, "episode_length": rules["max_cycles"], "starting_agent_coin": coin, **config}
     tax = {"period": rules["tax_period"], "tax_model": tax_model}
     config["components"] = [(name, {**kw, **tax} if name == "PeriodicBracketTax" else kw)
                             for name, kw in AIE_CONFIG["components"]]
@@ -274,12 +274,16 @@ def test_whole_episodes_step_for_step(envs, seed, regen, coin, crowd, stock, tax
 
 
 def test_the_saez_model_step_for_step_across_episodes(monkeypatch):
-    """Rates drawn until the ring of incomes fills, then the formula's, its elasticity carried over episodes."""
+    """Rates drawn until the ring of incomes fills, then the formula's, its elasticity carried over episodes.
+
+    The energy cost warms up over the episodes too (``decay``: the weight of labor grows with the
+    episodes finished), which the rewards show.
+    """
     ours = gpu_zoo.make("gather_trade_build_v0", num_envs=1, device="cpu", autoreset=False, **ECON_SAEZ)
-    theirs = package_env(0.05, 12.0, "saez", ECON_SAEZ)
+    theirs = package_env(0.05, 12.0, "saez", ECON_SAEZ, energy_warmup_constant=2.0)
     tax = theirs.get_component("PeriodicBracketTax")
     tax._buffer_size = ECON_SAEZ["saez_buffer_size"]  # the package fixes it at 500
-    ours.set_params(resource_regen_prob=0.05, starting_agent_coin=12.0)
+    ours.set_params(resource_regen_prob=0.05, starting_agent_coin=12.0, energy_warmup_constant=2.0)
     rng = np.random.default_rng(11)
     drawn = formula = 0
     for episode in range(5):

@@ -4,7 +4,8 @@ import pytest
 import torch
 
 import gpu_zoo
-from gpu_zoo.core.launch_shape import FILL_THREADS, launch_shape
+from gpu_zoo.core.launch_shape import launch_shape
+from gpu_zoo.core.tuning import FILL_THREADS, Tuning
 from tests.helpers import GRID_SMALL
 
 
@@ -136,8 +137,9 @@ def test_an_envs_preferred_launch_applies_unless_the_caller_chooses(given, expec
     layout = Layout(spec, spec.make_params(num_taggers=5, num_runners=95))
     shape = layout_launch_shape(layout, 2000, **given)
     assert (shape.threads_per_env, shape.max_registers) == expected
-    assert spec.launch(spec.params(num_taggers=5, num_runners=95), 2000) == {"threads_per_env": 512}
-    assert spec.launch(spec.params(num_taggers=5, num_runners=95, use_full_observation=False), 2000) == {}
+    launch = spec.tuning.launch
+    assert launch(spec.params(num_taggers=5, num_runners=95), 2000) == {"threads_per_env": 512}
+    assert launch(spec.params(num_taggers=5, num_runners=95, use_full_observation=False), 2000) == {}
 
 
 def test_an_env_can_choose_the_split_step_and_a_caller_can_overrule_it():
@@ -148,7 +150,7 @@ def test_an_env_can_choose_the_split_step_and_a_caller_can_overrule_it():
 
     spec = gpu_zoo.get_spec("tag_gridworld_v0")
     assert not layout_launch_shape(Layout(spec, spec.make_params()), 8).split_observe
-    splitting = dataclasses.replace(spec, launch=lambda p, num_envs: {"split_observe": True})
+    splitting = dataclasses.replace(spec, tuning=Tuning(launch=lambda p, num_envs: {"split_observe": True}))
     layout = Layout(splitting, splitting.make_params())
     assert layout_launch_shape(layout, 8).split_observe
     assert not layout_launch_shape(layout, 8, split_observe=False).split_observe
@@ -205,7 +207,7 @@ def test_a_runtime_value_compiles_nothing_and_a_compile_time_one_compiles_one_mo
 
 def test_a_few_envs_run_serially_on_the_cpu_and_step_as_the_parallel_driver_does():
     """Up to SERIAL_MAX_ENVS the CPU runs the envs in order (no thread pool); both drivers give the same states."""
-    from gpu_zoo.core.launch import SERIAL_MAX_ENVS
+    from gpu_zoo.core.tuning import SERIAL_MAX_ENVS
 
     few = gpu_zoo.make("tag_gridworld_v0", num_envs=SERIAL_MAX_ENVS, device="cpu", **GRID_SMALL)
     many = gpu_zoo.make("tag_gridworld_v0", num_envs=SERIAL_MAX_ENVS + 1, device="cpu", **GRID_SMALL)

@@ -5,7 +5,7 @@ import dataclasses
 import pytest
 import torch
 
-from gpu_zoo.core import Group, ObsBlock, PerObs
+from gpu_zoo.core import Group, ObsBlock, PerObs, Tuning
 from gpu_zoo.core.batched import BatchedEnv
 from tests import obs_fill_env as of
 
@@ -27,7 +27,7 @@ def _expected(env):
 def test_each_block_is_filled_by_its_own_function(target, num_envs, by_block, cuda_device):
     device = "cpu" if target == "cpu" else cuda_device
     spec = of.SPEC if not by_block else dataclasses.replace(of.SPEC, id="obs_fill_by_block_v0",
-                                                            observe=(PerObs(by_block=True),))
+                                                            tuning=Tuning(observe_by_block=True))
     env = BatchedEnv(spec, num_envs, device=device, target=target)
     env.reset(seed=1)
     gen = torch.Generator().manual_seed(0)
@@ -86,3 +86,10 @@ def test_a_fill_that_is_not_a_kernel_fn_is_refused():
     spec = dataclasses.replace(of.SPEC, id="obs_fill_plain_v0", groups=groups)
     with pytest.raises(TypeError, match="must be decorated with numba.njit"):
         BatchedEnv(spec, 2, device="cpu")
+
+
+def test_the_layout_of_fills_is_chosen_on_the_spec_not_on_the_phase():
+    with pytest.raises(TypeError, match=r"EnvSpec\(tuning=Tuning\(observe_by_block=True\)\)"):
+        PerObs(by_block=True)
+    with pytest.raises(TypeError, match="by_block must be a bool"):
+        PerObs(of.place, by_block="yes")

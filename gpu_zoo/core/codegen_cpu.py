@@ -17,8 +17,8 @@ def _cpu_elem_helper(name: str, target: str, value: str, observed: bool, by_bloc
                     f"                {store} = np.float32(0.0)", "            continue"]
         if by_block:
             # As on CUDA (`codegen_cuda._cuda_run_loops`): a run's blocks computed together for each
-            # offset. The observation is inlined once per block, which doubles the compile time of Tag
-            # (continuous) on a CPU and runs its 2000 x 100 full observations 5x faster.
+            # offset. The observation is inlined once per block: a longer compile for a faster step
+            # (measured for Tag continuous: its `TUNING`).
             for run in block_runs(gi):
                 out += [f"        for j in range({run[0][2]}):",
                         *(f"            v{b} = {value.format(g=gi.name, b=b)}" for b, _, _ in run),
@@ -34,8 +34,8 @@ def cpu_body(name: str, stages: Stages, layout: Layout, helpers: dict) -> str:
     A parallel launch wakes the thread pool, about 120 us on a 2-core machine: a hundred times a
     step of one small env, which is what the PettingZoo face runs. Both keep the env's body inline
     in their loop: Numba optimises a function's code again in every caller it is linked into, so a
-    function of one env called by the serial loop cost 17% more compile time (simple_spread,
-    tag_continuous: `benchmarks.cold_start`) for no speed. Numba compiles each driver only when
+    function of one env called by the serial loop cost more compile time for no speed
+    (`gpu_zoo.core.tuning.GENERATED_CODE`). Numba compiles each driver only when
     it is first called. Element stages become functions in ``helpers``, shared by the
     module's kernels: a stage that appears in both (the observation) is compiled once.
     """

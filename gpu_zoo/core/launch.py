@@ -13,13 +13,10 @@ from .buffers import Buffers
 from .compile import compile_lock, load_kernels
 from .launch_shape import LaunchShape, check_launch_options, layout_launch_shape
 from .layout import Layout
+from .tuning import SERIAL_MAX_ENVS
 
 _loaded: dict[tuple, object] = {}
 compile_seconds: dict[tuple, float] = {}
-
-
-SERIAL_MAX_ENVS = 8
-"""Up to this many envs, the CPU target runs them one after another on the calling thread."""
 
 
 def simulator_enabled() -> bool:

@@ -10,6 +10,7 @@ import math
 from dataclasses import dataclass
 
 from .layout import Layout
+from .tuning import FILL_THREADS, OBS_ELEMENTS_PER_LANE, WIDE_BLOCK_REGISTERS
 
 
 @dataclass(frozen=True)
@@ -35,16 +36,6 @@ class LaunchShape:
         return -(-num_envs // self.envs_per_block)
 
 
-# Resident threads that keep a large GPU busy (an H200 holds 132 x 2048).
-FILL_THREADS = 1 << 18
-
-
-# The register cap of a default block of 256 threads. Tag (continuous) with 1000 agents and the
-# 10 nearest observed compiles to 103 registers, two blocks per multiprocessor; capped at 80 (a
-# few spills) three fit, and it ran 17% faster on an H200 (3.9e5 -> 4.5e5 env-steps/s).
-WIDE_BLOCK_REGISTERS = 80
-
-
 def check_launch_options(threads_per_env: int | None, max_registers: int | None, split_observe: bool | None = None):
     """Raises a ValueError naming what was expected (on every target, used or not)."""
     if split_observe is not None and not isinstance(split_observe, bool):
@@ -63,23 +54,23 @@ def launch_shape(num_agents: int, simulator: bool = False, block: int = 128,
     """Threads per env (a power of two) and envs per block of ``block`` threads.
 
     One thread per agent (at most 256), and more while the batch is too small to fill the GPU and
-    the observations are large (``obs_elements`` per env, about 64 each).
+    the observations are large (``obs_elements`` per env, a lane per `OBS_ELEMENTS_PER_LANE`).
 
     Writing observations is most of a step when they are large against the agent count (Tag
     gridworld with 51 agents writes 10455 values per env), and spare lanes speed that up; but
-    they idle through the per-agent phases, so once ``num_envs`` alone fills the GPU they cost
-    more than they give (measured on an H200: the economy at 1024 envs ran 2.2x faster with 128
-    threads per env than with 8, at 16384 envs 3x slower). ``threads_per_env`` overrides the
-    choice (a power of two up to 1024). ``max_registers`` caps the registers per thread of the
-    compiled kernel (16 to 255). By default a block of 256 threads gets a cap of `WIDE_BLOCK_REGISTERS`,
+    they idle through the per-agent phases, so once ``num_envs`` alone fills the GPU
+    (`FILL_THREADS`) they cost more than they give. ``threads_per_env`` overrides the choice (a
+    power of two up to 1024). ``max_registers`` caps the registers per thread of the compiled
+    kernel (16 to 255). By default a block of 256 threads gets a cap of `WIDE_BLOCK_REGISTERS`,
     so three fit on a multiprocessor (65536 registers); smaller blocks get the compiler's choice.
+    The figures behind each constant: `gpu_zoo.core.tuning` (docs: Tuning).
     ``split_observe`` launches a step as three kernels (`gpu_zoo.core.plan.step_kernels`).
     """
     check_launch_options(threads_per_env, max_registers, split_observe)
     if threads_per_env is not None:
         tpe = threads_per_env
     else:
-        spare = min(_pow2(-(-obs_elements // 64)), _pow2(-(-FILL_THREADS // max(1, num_envs))))
+        spare = min(_pow2(-(-obs_elements // OBS_ELEMENTS_PER_LANE)), _pow2(-(-FILL_THREADS // max(1, num_envs))))
         tpe = min(max(_pow2(num_agents), spare), 256)
     if simulator and threads_per_env is None:  # the simulator runs a thread per OS thread: few
         tpe = min(tpe, 8)
@@ -104,8 +95,9 @@ def _pow2(n: int) -> int:
 def layout_launch_shape(layout: Layout, num_envs: int, simulator: bool = False, block: int = 128,
                         threads_per_env: int | None = None, max_registers: int | None = None,
                         split_observe: bool | None = None) -> LaunchShape:
-    """`launch_shape` for ``num_envs`` copies of ``layout``; `EnvSpec.launch`'s choices where the caller makes none."""
-    preferred = layout.spec.launch(layout.params, num_envs) if layout.spec.launch is not None else {}
+    """`launch_shape` for ``num_envs`` copies of ``layout``; the env's `Tuning.launch` unless the caller picks."""
+    launch = layout.spec.tuning.launch
+    preferred = launch(layout.params, num_envs) if launch is not None else {}
     if threads_per_env is None and max_registers is None:
         threads_per_env, max_registers = preferred.get("threads_per_env"), preferred.get("max_registers")
         if simulator and threads_per_env is not None:  # a choice for the GPU; the simulator's lanes are OS threads

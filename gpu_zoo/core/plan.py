@@ -112,7 +112,7 @@ class Stages:
                     ladder.append((alias, off, block.size))
                 off += block.size
             self.ladders[f"_fills_of_{g}"] = ladder
-        if phase.by_block:
+        if layout.spec.tuning.observe_by_block:
             self.elem("obs", "_fill_{g}_{b}(s, p, e, a, j)", guard, observed=phase.zeros_out_of_game, by_block=True)
         else:
             self.elem("obs", "_fills_of_{g}(s, p, e, a, i)", guard, observed=phase.zeros_out_of_game)

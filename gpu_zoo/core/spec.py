@@ -16,6 +16,7 @@ from typing import Any
 import gymnasium
 
 from .params import check_count, checked
+from .tuning import Tuning
 
 DTYPES = ("f64", "f32", "i32", "u8")
 
@@ -169,7 +170,8 @@ class PerObs:
 
     ``PerObs()`` without ``fn`` fills each `ObsBlock` with its own ``fill`` function (every block
     of every group must have one): the form to start with. The core finds each element's block,
-    as a function of the whole row would; with ``by_block=True`` it writes the blocks as below.
+    as a function of the whole row would; the env's ``Tuning(observe_by_block=True)`` has it
+    write the blocks as below instead (`gpu_zoo.core.tuning.Tuning`).
     A function of the whole row stays for observations whose elements share work that blocks
     cannot (measure before choosing it).
 
@@ -205,6 +207,12 @@ class PerObs:
     def __post_init__(self):
         if self.group is not None and (not isinstance(self.group, str) or not self.group):
             raise TypeError(f"PerObs group must be a group's name (a str) or None, got {self.group!r}")
+        if not isinstance(self.by_block, bool):
+            raise TypeError(f"PerObs by_block must be a bool, got {self.by_block!r}")
+        if self.fn is None and self.by_block:
+            raise TypeError("PerObs(by_block=True) takes a function of the block and the offset in it; for the "
+                            "blocks' own fill functions, choose the layout on the spec: "
+                            "EnvSpec(tuning=Tuning(observe_by_block=True))")
 
 
 @dataclass(frozen=True)
@@ -232,10 +240,9 @@ class EnvSpec:
         render: ``render(state, params) -> uint8 (H, W, 3)``; ``state`` maps field names to the
             NumPy arrays of one environment.
         module: the module whose docstring documents the environment.
-        launch: ``launch(params, num_envs) -> dict`` of ``threads_per_env`` and ``max_registers``
-            for the GPU when the caller gives neither, and ``split_observe`` when the caller does
-            not give it: a configuration whose kernel is measured to run faster than under
-            `gpu_zoo.core.launch_shape.launch_shape`'s general choice, at that many envs. Optional.
+        tuning: the env's performance knobs (`gpu_zoo.core.tuning.Tuning`: its GPU launch, how
+            fills are laid out) with the benchmarks behind them. Optional: without it the core's
+            general choices apply, and every env runs well under them.
     """
 
     id: str
@@ -248,9 +255,11 @@ class EnvSpec:
     constants: Callable[[Any], dict] = lambda p: {}
     render: Callable | None = None
     module: str = ""
-    launch: Callable[[Any, int], dict] | None = None
+    tuning: Tuning = Tuning()
 
     def __post_init__(self):
+        if not isinstance(self.tuning, Tuning):
+            raise TypeError(f"{self.id}: tuning must be a gpu_zoo.core.tuning.Tuning, got {self.tuning!r}")
         if not (dataclasses.is_dataclass(self.params) and self.params.__dataclass_params__.frozen):
             raise TypeError(f"{self.id}: params must be a frozen dataclass")
         if "max_cycles" not in {f.name for f in dataclasses.fields(self.params)}:

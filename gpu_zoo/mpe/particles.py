@@ -281,8 +281,8 @@ def own(s, e, a, i):
 
 # Fill functions of the observation blocks most scenarios share (`ObsBlock.fill`): element j of
 # the block for agent a. simple_formation and simple_line use them (as fast as their own ladder
-# was on an H200); simple and simple_spread keep their own observation functions, 3% and 6%
-# faster (`benchmarks/results/mpe_obs_fills/`).
+# was); simple and simple_spread keep their own observation functions, measured a few percent
+# faster (their `Tuning`).
 @kernel_fn
 def own_vel(s, p, e, a, j):
     """``self_vel``: the agent's velocity."""

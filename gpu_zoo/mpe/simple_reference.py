@@ -39,7 +39,7 @@ from dataclasses import dataclass
 import gymnasium
 import numpy as np
 
-from gpu_zoo.core import EnvSpec, Field, Group, ObsBlock, PerAgent, PerEnv, PerObs, kernel_fn
+from gpu_zoo.core import EnvSpec, Field, Group, Measured, ObsBlock, PerAgent, PerEnv, PerObs, Tuning, kernel_fn
 from gpu_zoo.core.rng import randint
 from gpu_zoo.mpe import particles
 from gpu_zoo.mpe.particles import (
@@ -181,8 +181,13 @@ SPEC = EnvSpec(
     constants=constants,
     render=render,
     module=__name__,
-    # at 131072 envs on an H200: 2.37e9 env-steps/s with 4 lanes an env, 1.57e9 with the core's 2 (a lane per
-    # agent), 7.5e8 with 1, 1.77e9 with 8: the spare lanes share the 42 observation values; at 1024 envs, which
-    # leave most of the GPU idle, 8 lanes: 1.42e8 against 1.26e8 with 4 and 1.37e8 with 16
-    launch=lambda p, num_envs: {"threads_per_env": 8 if num_envs <= 2048 else 4},
+    tuning=Tuning(launch=lambda p, num_envs: {"threads_per_env": 8 if num_envs <= 2048 else 4}, measured=(Measured(
+        "threads_per_env 8 up to 2048 envs, else 4",
+        "H200, 131072 envs: 2.36e9-2.37e9 env-steps/s with 4 lanes an env, 1.56e9-1.59e9 with the core's 2 (a "
+        "lane per agent), 7.5e8 with 1, 1.77e9 with 8 (capped at 40 registers): the spare lanes share the 42 "
+        "observation values; 1024 envs, which leave most of the GPU idle: 1.42e8 with 8 lanes, 1.26e8 with 4, "
+        "1.37e8 with 16",
+        "benchmarks/results/launch_sweep_h200-s29.txt, benchmarks/results/obs_write_experiments_h200-s28.txt",
+        "python -m benchmarks.probe simple_reference_v3 --num-envs 131072 --tpe 1 2 4 8; "
+        "python -m benchmarks.probe simple_reference_v3 --num-envs 1024 --tpe 4 8 16"),)),
 )

@@ -47,7 +47,8 @@ def observations(kw: dict, by_block: bool, target: str, device, monkeypatch, ste
         monkeypatch.setattr(tag, "_observation", lambda p: PerObs(
             observe_by_element, zeros_out_of_game=not p.use_full_observation))
     env = BatchedEnv(gpu_zoo.get_spec("tag_continuous_v0"), 2, device=device, target=target, **kw)
-    assert env.layout.spec.phases("observe", env.layout.params)[-1].by_block == by_block
+    last = env.layout.spec.phases("observe", env.layout.params)[-1]
+    assert (last.fn is None and env.layout.spec.tuning.observe_by_block) == by_block
     env.reset(seed=4)
     gen = torch.Generator().manual_seed(9)
     out = [{g: o.cpu().clone() for g, o in env.obs.items()}]

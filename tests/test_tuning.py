@@ -1,0 +1,63 @@
+"""The tuning table: one place for every measured choice, each with its figure, record and command."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+import gpu_zoo
+from gpu_zoo import tuning_table
+from gpu_zoo.core import Measured, Tuning
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_the_docs_page_is_the_table():
+    page = (ROOT / "docs" / "tuning.md").read_text()
+    assert page == tuning_table.markdown(), "docs/tuning.md is stale: python -m gpu_zoo.tuning_table > docs/tuning.md"
+
+
+def test_every_record_the_table_names_is_committed():
+    assert tuning_table.missing_records() == []
+
+
+@pytest.mark.parametrize("env_id", gpu_zoo.registered_envs())
+def test_an_env_that_tunes_says_what_measured_it(env_id):
+    tuning = gpu_zoo.get_spec(env_id).tuning
+    if tuning.launch is not None or tuning.observe_by_block:
+        assert tuning.measured, f"{env_id}: a Tuning with knobs set names the benchmarks behind them"
+
+
+def test_the_table_holds_the_core_constants_and_every_envs_choices():
+    rows = tuning_table.entries()
+    where = [w for w, _, _ in rows]
+    for name in ("FILL_THREADS", "OBS_ELEMENTS_PER_LANE", "WIDE_BLOCK_REGISTERS", "SERIAL_MAX_ENVS"):
+        assert f"core: `{name}`" in where
+    for env_id in ("simple_spread_v3", "simple_reference_v3", "simple_world_comm_v3", "tag_continuous_v0"):
+        assert f"`{env_id}`" in where
+
+
+@pytest.mark.parametrize("kw,message", [
+    (dict(launch=3), "Tuning.launch must be a function"),
+    (dict(observe_by_block="yes"), "observe_by_block must be a bool"),
+    (dict(measured=("fast",)), "tuple of Measured"),
+    (dict(measured=Measured("a", "b", "", "c")), "tuple of Measured"),
+], ids=["launch", "by_block", "measured_str", "measured_not_tuple"])
+def test_malformed_tuning_is_refused(kw, message):
+    with pytest.raises(TypeError, match=message):
+        Tuning(**kw)
+
+
+def test_a_measurement_names_its_figure_and_command():
+    with pytest.raises(TypeError, match="Measured.figure must be a non-empty str"):
+        Measured("max_registers 64", "", "", "python -m benchmarks.probe x")
+    with pytest.raises(TypeError, match="Measured.record must be a str"):
+        Measured("max_registers 64", "1.4e9", None, "python -m benchmarks.probe x")
+
+
+def test_a_spec_takes_only_a_tuning():
+    spec = gpu_zoo.get_spec("simple_v3")
+    with pytest.raises(TypeError, match="tuning must be a gpu_zoo.core.tuning.Tuning"):
+        dataclasses.replace(spec, tuning={"threads_per_env": 4})

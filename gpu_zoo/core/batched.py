@@ -61,16 +61,17 @@ class BatchedEnv:
         cuda_graph: on a GPU, replay the step launch as a captured CUDA graph (a few microseconds
             of host time instead of tens).
         block: CUDA threads per block (several envs share one when they need fewer threads).
-        threads_per_env: CUDA threads per env, a power of two up to 1024. The default is one per agent
-            (at most 256), and more while ``num_envs`` is too small to fill the GPU and the
-            observations are large: see `gpu_zoo.core.launch_shape.launch_shape`.
+        threads_per_env: CUDA threads per env, a power of two up to 1024. The default is the env's
+            choice (its `Tuning.launch`), else one per agent (at most 256), and more while
+            ``num_envs`` is too small to fill the GPU and the observations are large: see
+            `gpu_zoo.core.launch_shape.launch_shape`.
         max_registers: cap on the CUDA kernel's registers per thread (default: 80 for blocks of
             256 threads, else the compiler's choice); a lower cap lets more blocks run at once on
             each multiprocessor, at the cost of spills.
         split_observe: on CUDA, a step as three kernels (the env's phases, the observations, the
             finished envs) instead of one: the observations then run without the per-agent
             phases' barriers (`gpu_zoo.core.launch_shape.launch_shape`). Same values either way.
-            Default: the env's choice (`EnvSpec.launch`), else one kernel.
+            Default: the env's choice (its `Tuning.launch`), else one kernel.
         **params: the environment's constructor arguments.
     """
 

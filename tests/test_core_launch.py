@@ -284,3 +284,27 @@ def test_processes_compiling_one_configuration_at_once_compile_it_once(tmp_path)
     first, second = sorted(r["compile_s"] for r in out)
     assert second > 1.0 and first < 0.1 * second, out  # one compiled the kernels, the other loaded them
     assert out[0]["obs"] == out[1]["obs"]
+
+
+@pytest.mark.parametrize("kw,message", [
+    (dict(threads_per_env=True), "threads_per_env must be a power of two in"),
+    (dict(threads_per_env=48), "threads_per_env must be a power of two in"),
+    (dict(threads_per_env=2048), "threads_per_env must be a power of two in"),
+    (dict(max_registers=8.0 * 8), "max_registers must be an int in"),
+    (dict(max_registers=True), "max_registers must be an int in"),
+    (dict(max_registers=300), "max_registers must be an int in"),
+    (dict(split_observe=1), "split_observe must be a bool"),
+], ids=["tpe_bool", "tpe_not_pow2", "tpe_big", "regs_float", "regs_bool", "regs_big", "split_int"])
+def test_launch_options_of_the_wrong_type_or_range_are_refused_naming_what_is_expected(kw, message):
+    with pytest.raises(ValueError, match=message):
+        launch_shape(4, **kw)
+
+
+def test_a_neighbour_grid_outside_its_range_is_refused():
+    make = gpu_zoo.get_spec("tag_continuous_v0").make_params
+    for bad in (-1, 65):
+        with pytest.raises(ValueError, match=r"neighbour_grid must be an int in \[0, 64\]"):
+            make(neighbour_grid=bad)
+    for bad in (True, 4.0):
+        with pytest.raises(TypeError, match="neighbour_grid must be an int"):
+            make(neighbour_grid=bad)

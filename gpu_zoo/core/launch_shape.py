@@ -10,6 +10,7 @@ import math
 from dataclasses import dataclass
 
 from .layout import Layout
+from .params import is_int
 from .tuning import FILL_THREADS, OBS_ELEMENTS_PER_LANE, WIDE_BLOCK_REGISTERS
 
 
@@ -41,10 +42,10 @@ def check_launch_options(threads_per_env: int | None, max_registers: int | None,
     if split_observe is not None and not isinstance(split_observe, bool):
         raise ValueError(f"split_observe must be a bool (or None: the env's choice), got {split_observe!r}")
     t = threads_per_env
-    if t is not None and (isinstance(t, bool) or not isinstance(t, int) or t < 1 or t > 1024 or t & (t - 1)):
+    if t is not None and (not is_int(t) or t < 1 or t > 1024 or t & (t - 1)):
         raise ValueError(f"threads_per_env must be a power of two in [1, 1024], got {t!r}")
     r = max_registers
-    if r is not None and (isinstance(r, bool) or not isinstance(r, int) or not 16 <= r <= 255):
+    if r is not None and (not is_int(r) or not 16 <= r <= 255):
         raise ValueError(f"max_registers must be an int in [16, 255], got {r!r}")
 
 

@@ -19,6 +19,11 @@ _NAMES = {bool: "a bool", int: "an int", float: f"a finite number within float32
           str: "a string", type(None): "None"}
 
 
+def is_int(value) -> bool:
+    """True for a Python int that is not a bool: what an int parameter takes (``True`` or ``3.0`` are not)."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 def check_count(name: str, value, least: int = 1, none_ok: bool = False) -> None:
     """Refuses ``value`` unless it is an int (a Python one, not a bool) of at least ``least``, or None if ``none_ok``.
 
@@ -27,7 +32,7 @@ def check_count(name: str, value, least: int = 1, none_ok: bool = False) -> None
     """
     if none_ok and value is None:
         return
-    if isinstance(value, bool) or not isinstance(value, int) or value < least:
+    if not is_int(value) or value < least:
         wanted = {1: "a positive int", 0: "a non-negative int"}.get(least, f"an int >= {least}")
         raise ValueError(f"{name} must be {wanted}{' or None' if none_ok else ''}, got {value!r}")
 

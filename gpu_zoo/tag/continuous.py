@@ -79,7 +79,7 @@ import numpy as np
 from gpu_zoo.core import EnvSpec, Field, Group, Measured, ObsBlock, PerAgent, PerEnv, PerItem, PerObs, Tuning, kernel_fn
 from gpu_zoo.core.episode import observing
 from gpu_zoo.core.floats import mul_rn
-from gpu_zoo.core.params import check_count
+from gpu_zoo.core.params import check_count, is_int
 from gpu_zoo.core.rng import randint, uniform
 
 _TWO_PI = np.float32(2.0 * math.pi)
@@ -147,7 +147,7 @@ class TagParams:
             raise ValueError(f"num_other_agents_observed must be at most num_agents - 1 = {self.num_agents - 1}, "
                              f"got {self.num_other_agents_observed}")
         g = self.neighbour_grid
-        if isinstance(g, bool) or not isinstance(g, int) or not 0 <= g <= 64:
+        if not is_int(g) or not 0 <= g <= 64:
             raise ValueError(f"neighbour_grid must be an int in [0, 64] (0 picks one), got {g!r}")
         if not 0 <= self.tagging_distance <= 1:
             raise ValueError(f"tagging_distance is a fraction of grid_length in [0, 1], got {self.tagging_distance}")

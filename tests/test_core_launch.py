@@ -299,12 +299,3 @@ def test_launch_options_of_the_wrong_type_or_range_are_refused_naming_what_is_ex
     with pytest.raises(ValueError, match=message):
         launch_shape(4, **kw)
 
-
-def test_a_neighbour_grid_outside_its_range_is_refused():
-    make = gpu_zoo.get_spec("tag_continuous_v0").make_params
-    for bad in (-1, 65):
-        with pytest.raises(ValueError, match=r"neighbour_grid must be an int in \[0, 64\]"):
-            make(neighbour_grid=bad)
-    for bad in (True, 4.0):
-        with pytest.raises(TypeError, match="neighbour_grid must be an int"):
-            make(neighbour_grid=bad)

@@ -16,16 +16,16 @@ from tests.helpers import ECON_FIXED, ECON_SAEZ, GRID_SMALL, PZ_CONFIGS, SAEZ_IN
 # nothing: a cold test run then compiles fewer kernels (max_cycles and float params are run-time values).
 CASES = {
     "tag_full": ("tag_continuous_v0", dict(num_taggers=2, num_runners=3, max_cycles=6, tagging_distance=0.15)),
-    "tag_knn": ("tag_continuous_v0", dict(num_taggers=1, num_runners=5, max_cycles=5, tagging_distance=0.2,
-                                          use_full_observation=False, num_other_agents_observed=3)),
+    "tag_knn": ("tag_continuous_v0", dict(num_taggers=2, num_runners=3, max_cycles=5, tagging_distance=0.2,
+                                          use_full_observation=False, num_other_agents_observed=2)),
     "tag_own_state": ("tag_continuous_v0", dict(num_taggers=2, num_runners=3, max_cycles=4, tagging_distance=0.2,
                                                 observe_own_state=True)),  # 34 values: a warp per row
     # The step as three kernels (split_observe): the observations after the episode ends, in a kernel of their own
     # (16 lanes an env for the observations, 8 and two envs a block for the phases around them)
     "tag_full_split": ("tag_continuous_v0", dict(num_taggers=2, num_runners=3, max_cycles=6, tagging_distance=0.15,
                                                  split_observe=True, threads_per_env=16)),
-    "tag_knn_split": ("tag_continuous_v0", dict(num_taggers=1, num_runners=5, max_cycles=5, tagging_distance=0.2,
-                                                use_full_observation=False, num_other_agents_observed=3,
+    "tag_knn_split": ("tag_continuous_v0", dict(num_taggers=2, num_runners=3, max_cycles=5, tagging_distance=0.2,
+                                                use_full_observation=False, num_other_agents_observed=2,
                                                 split_observe=True)),
     "grid_full": ("tag_gridworld_v0", GRID_SMALL),
     "grid_partial": ("tag_gridworld_v0", dict(num_taggers=2, num_runners=1, grid_length=4, max_cycles=4,

@@ -16,8 +16,8 @@ from gpu_zoo.core import PerObs, kernel_fn
 from gpu_zoo.core.batched import BatchedEnv
 
 FULL = dict(num_taggers=2, num_runners=3, max_cycles=4, tagging_distance=0.2, observe_own_state=True)
-NEAREST = dict(num_taggers=1, num_runners=5, max_cycles=5, tagging_distance=0.2,
-               use_full_observation=False, num_other_agents_observed=3)
+NEAREST = dict(num_taggers=2, num_runners=3, max_cycles=5, tagging_distance=0.2,
+               use_full_observation=False, num_other_agents_observed=2)
 
 
 @kernel_fn

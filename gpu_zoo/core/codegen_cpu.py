@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from .layout import Layout
 from .plan import Stages, block_runs, bound_groups, field_args, state_tuple
+from .tuning import ONE_OBS_LOOP_ELEMENTS
 
 
 def _cpu_elem_helper(name: str, target: str, value: str, observed: bool, by_block: bool, layout: Layout) -> str:
     """An element stage as its own function: inlined in the parfor body it computes wrong values."""
     out = ["@njit(cache=True, _nrt=False, error_model='numpy')", f"def {name}(s, p, e):"]
+    if "{g}" not in value and not by_block and len(layout.groups) > 1 and layout.obs_elements >= ONE_OBS_LOOP_ELEMENTS:
+        return "\n".join(out + _one_loop_for_every_group(target, value, observed, layout))
     for gi in layout.groups.values():
         D, store = gi.group.obs_size, f"s.{target}_{gi.name}[e, ai, i]"
         out += [f"    for ai in range({gi.count}):", f"        a = ai + {gi.lo}"]
@@ -26,6 +29,33 @@ def _cpu_elem_helper(name: str, target: str, value: str, observed: bool, by_bloc
         else:
             out += [f"        for i in range({D}):", f"            {store} = {value.format(g=gi.name)}"]
     return "\n".join(out)
+
+
+def _one_loop_for_every_group(target: str, value: str, observed: bool, layout: Layout) -> list[str]:
+    """One function observing every group, as one loop over all agents: the function is inlined once.
+
+    A loop per group would inline (and type, and optimise) the whole function once per group;
+    here only the row length and the store pick the agent's group. The element loop runs to the
+    longest row, a constant, so the compiler still unrolls short rows and folds the function's
+    branches on ``i`` (a loop to the agent's own length ran small MPE scenarios up to 20% slower).
+    """
+    groups = list(layout.groups.values())
+
+    def ladder(pick) -> list[str]:
+        lines = []
+        for k, gi in enumerate(groups):
+            head = "if" if k == 0 else "elif"
+            lines += ([f"{head} a < {gi.lo + gi.count}:"] if k < len(groups) - 1 else ["else:"]) + ["    " + pick(gi)]
+        return lines
+
+    out = [f"    for a in range({layout.num_agents}):",
+           *("        " + line for line in ladder(lambda gi: f"D = {gi.group.obs_size}")),
+           *(["        seen = _observing(s, e, a)"] if observed else []),
+           f"        for i in range({max(gi.group.obs_size for gi in groups)}):",
+           "            if i < D:",
+           f"                v = {value} if seen else np.float32(0.0)" if observed else f"                v = {value}"]
+    out += ["                " + line for line in ladder(lambda gi: f"s.{target}_{gi.name}[e, a - {gi.lo}, i] = v")]
+    return out
 
 
 def cpu_body(name: str, stages: Stages, layout: Layout, helpers: dict) -> str:

@@ -195,8 +195,9 @@ class PerObs:
     With ``group``, ``fn`` observes that group's agents only (``a`` is still the env's agent
     index): an env whose groups see different things gives one `PerObs` per group, all with the
     same ``by_block`` and ``zeros_out_of_game``, instead of one function branching on the group.
-    Each group's loop then compiles its own function alone: the CPU kernel inlines the
-    observation at every loop, so a function for all groups is compiled once per group.
+    Each group's loop then compiles its own function alone. (On the CPU, an env with many
+    observation values inlines one function for all groups once too: one loop over every
+    agent, the row length and the buffer picked by the agent's group.)
     """
 
     fn: Callable | None = None

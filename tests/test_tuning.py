@@ -33,7 +33,8 @@ def test_an_env_that_tunes_says_what_measured_it(env_id):
 def test_the_table_holds_the_core_constants_and_every_envs_choices():
     rows = tuning_table.entries()
     where = [w for w, _, _ in rows]
-    for name in ("FILL_THREADS", "OBS_ELEMENTS_PER_LANE", "WIDE_BLOCK_REGISTERS", "SERIAL_MAX_ENVS", "ONE_OBS_LOOP_ELEMENTS"):
+    for name in ("FILL_THREADS", "OBS_ELEMENTS_PER_LANE", "WIDE_BLOCK_REGISTERS", "SERIAL_MAX_ENVS",
+                 "ONE_OBS_LOOP_ELEMENTS"):
         assert f"core: `{name}`" in where
     for env_id in ("simple_spread_v3", "simple_reference_v3", "simple_world_comm_v3", "tag_continuous_v0"):
         assert f"`{env_id}`" in where

@@ -5,18 +5,15 @@ Regenerate the page with ``python -m gpu_zoo.tuning_table > docs/tuning.md``.
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from gpu_zoo.core.tuning import CORE, GENERATED_CODE, Measured
+from gpu_zoo.core import tuning
+from gpu_zoo.core.tuning import Measured
 from gpu_zoo.registry import get_spec, registered_envs
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def entries() -> list[tuple[str, str, Measured]]:
     """(where, setting, measurement) of every row: the core's constants, then each registered env's `Tuning`."""
-    rows = [(f"core: `{name}`", f"`{value!r}`", m) for name, value, m in CORE]
-    rows += [("core: generated code", m.choice, m) for m in GENERATED_CODE]
+    rows = [(f"core: `{name}`", f"`{getattr(tuning, name)!r}`", m) for name, m in tuning.CORE.items()]
+    rows += [("core: generated code", m.choice, m) for m in tuning.GENERATED_CODE]
     for env_id in registered_envs():
         rows += [(f"`{env_id}`", m.choice, m) for m in get_spec(env_id).tuning.measured]
     return rows
@@ -38,12 +35,6 @@ def markdown() -> str:
             out.append("- Record: " + ", ".join(f"`{path}`" for path in m.record.split(", ")))
         out += [f"- Measure again: `{m.command}`", ""]
     return "\n".join(out)
-
-
-def missing_records() -> list[str]:
-    """Records the table names that are not in the repository."""
-    named = [path for _, _, m in entries() for path in m.record.split(", ") if m.record]
-    return [path for path in named if not (ROOT / path).exists()]
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ from .tuning import ONE_OBS_LOOP_ELEMENTS
 def _cpu_elem_helper(name: str, target: str, value: str, observed: bool, by_block: bool, layout: Layout) -> str:
     """An element stage as its own function: inlined in the parfor body it computes wrong values."""
     out = ["@njit(cache=True, _nrt=False, error_model='numpy')", f"def {name}(s, p, e):"]
+    # A value naming no group (``{g}``) is one function for every group: worth one loop when the rows are long.
     if "{g}" not in value and not by_block and len(layout.groups) > 1 and layout.obs_elements >= ONE_OBS_LOOP_ELEMENTS:
         return "\n".join(out + _one_loop_for_every_group(target, value, observed, layout))
     for gi in layout.groups.values():

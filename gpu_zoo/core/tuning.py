@@ -94,43 +94,44 @@ ONE_OBS_LOOP_ELEMENTS = 48
 
 _PROBE = "python -m benchmarks.probe"
 
-CORE: tuple[tuple[str, object, Measured], ...] = (
-    ("FILL_THREADS", FILL_THREADS, Measured(
+CORE: dict[str, Measured] = {
+    "FILL_THREADS": Measured(
         "2^18 resident threads: the batch size under which an env gets spare lanes",
         "an H200 holds 132 x 2048 = 270336 resident threads; below that many, spare lanes an env write its "
         "observations while the GPU would otherwise idle",
-        "", f"{_PROBE} gather_trade_build_v0 --num-envs 1024 --tpe 8 32 128")),
-    ("OBS_ELEMENTS_PER_LANE", OBS_ELEMENTS_PER_LANE, Measured(
+        "", f"{_PROBE} gather_trade_build_v0 --num-envs 1024 --tpe 8 32 128"),
+    "OBS_ELEMENTS_PER_LANE": Measured(
         "a lane per 64 observation elements while the batch is under FILL_THREADS lanes",
         "H200, the economy (gather_trade_build_v0: 5 agents, 5010 observation values an env): 1024 envs ran "
         "2.2x faster with 128 threads an env than with 8, while 16384 envs ran 3x slower with 128 (the spare "
         "lanes idle through the per-agent phases once the batch alone fills the GPU)",
         "", f"{_PROBE} gather_trade_build_v0 --num-envs 1024 --tpe 8 128; "
-        f"{_PROBE} gather_trade_build_v0 --num-envs 16384 --tpe 8 128")),
-    ("WIDE_BLOCK_REGISTERS", WIDE_BLOCK_REGISTERS, Measured(
+        f"{_PROBE} gather_trade_build_v0 --num-envs 16384 --tpe 8 128"),
+    "WIDE_BLOCK_REGISTERS": Measured(
         "80 registers a thread for a default block of 256 threads",
         "H200, Tag continuous with 1000 agents and the 10 nearest observed: 103 registers fit two blocks a "
         "multiprocessor; capped at 80 (a few spills) three fit: 3.9e5 -> 4.5e5 env-steps/s (+17%) at 2000 envs "
         "(the record holds the capped run, 4.6e5)",
         "benchmarks/results/env_cuda_full_h200-4.json",
         f"{_PROBE} tag_continuous_v0 --num-envs 2000 --kw num_taggers=50 num_runners=950 "
-        "use_full_observation=False num_other_agents_observed=10 --tpe 256 --regs 0 80")),
-    ("SERIAL_MAX_ENVS", SERIAL_MAX_ENVS, Measured(
+        "use_full_observation=False num_other_agents_observed=10 --tpe 256 --regs 0 80"),
+    "SERIAL_MAX_ENVS": Measured(
         "up to 8 envs, the CPU steps them in order on the calling thread",
         "2 CPU cores: waking Numba's thread pool costs about 120 us, a hundred times a small env's step; "
         "simple_push at 4 envs: first step 41.1 -> 25.5 s (the serial driver compiles no parallel loop), "
         "63k -> 691k env-steps/s",
         "", "python -m benchmarks.cold_start --device cpu --only '^simple_push' --label LABEL, once as is and "
-        "once with SERIAL_MAX_ENVS below 4")),
-    ("ONE_OBS_LOOP_ELEMENTS", ONE_OBS_LOOP_ELEMENTS, Measured(
+        "once with SERIAL_MAX_ENVS below 4"),
+    "ONE_OBS_LOOP_ELEMENTS": Measured(
         "one observation loop over every agent (the function inlined once) from 48 values an env",
         "2 CPU cores, cold first step and env-steps/s at 4096 envs, a loop per group against one loop: "
         "world comm (192 values) 15.7 -> 9.4 s and +33%; simple_tag (62) 6.5 -> 5.9 s and +35%; "
         "collect_treasure (684) 11.8 -> 9.3 s, -1.5%; below, the loop per group stays: simple_push (27) "
         "ran 8% slower in one loop, for 0.6 s of compile",
         "benchmarks/results/cpu_one_obs_loop_cpu-2core-s37.txt",
-        "the script in the record, from two checkouts")),
-)
+        "the script in the record, from two checkouts"),
+}
+"""The measurement behind each constant above, by name."""
 
 GENERATED_CODE: tuple[Measured, ...] = (
     Measured(

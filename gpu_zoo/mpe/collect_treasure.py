@@ -51,11 +51,11 @@ from gpu_zoo.core.params import check_count
 from gpu_zoo.core.rng import randint
 from gpu_zoo.mpe import particles
 from gpu_zoo.mpe.particles import (
-    continuous_force,
-    discrete_force,
     distance,
     integrate_with_mass,
     is_collision,
+    move_continuous,
+    move_discrete,
     nearest,
     place,
     relative,
@@ -149,27 +149,6 @@ def place_treasures(s, p, e):
     for t in range(p.num_treasures):
         _drop_treasure(s, p, e, t)
     s.shared_rew[e] = 0.0
-
-
-@kernel_fn
-def read_discrete_action(s, p, e, a):
-    if a < p.num_collectors:
-        discrete_force(s, p, e, a, s.act_collector[e, a])
-    else:
-        discrete_force(s, p, e, a, s.act_deposit[e, a - p.num_collectors])
-
-
-@kernel_fn
-def _move(s, p, e, a, c):
-    if a < p.num_collectors:
-        return s.act_collector[e, a, c]
-    return s.act_deposit[e, a - p.num_collectors, c]
-
-
-@kernel_fn
-def read_continuous_action(s, p, e, a):
-    ux = _move(s, p, e, a, 2) - _move(s, p, e, a, 1)
-    continuous_force(s, p, e, a, ux, _move(s, p, e, a, 4) - _move(s, p, e, a, 3))
 
 
 @kernel_fn
@@ -318,14 +297,19 @@ def render(state: dict, p: CollectTreasureParams, size: int = 320) -> np.ndarray
     return particles.render(shown, [particles.rgb(c) for c in colors], radii, size, p.max_cycles)
 
 
+def step(p: CollectTreasureParams) -> tuple:
+    move = move_continuous if p.continuous_actions else move_discrete
+    return (PerAgent(move, group="collector"), PerAgent(move, group="deposit"), PerAgent(integrate_with_mass),
+            PerEnv(pick_up_and_deliver), PerAgent(reward))
+
+
 SPEC = EnvSpec(
     id="collect_treasure_v1",
     params=CollectTreasureParams,
     groups=groups,
     fields=fields,
     reset=(PerAgent(spawn_empty_handed), PerEnv(place_treasures)),
-    step=lambda p: (PerAgent(read_continuous_action if p.continuous_actions else read_discrete_action),
-                    PerAgent(integrate_with_mass), PerEnv(pick_up_and_deliver), PerAgent(reward)),
+    step=step,
     observe=(PerObs(observe),),
     constants=constants,
     render=render,

@@ -280,9 +280,8 @@ def own(s, e, a, i):
 
 
 # Fill functions of the observation blocks most scenarios share (`ObsBlock.fill`): element j of
-# the block for agent a. simple_formation and simple_line use them (as fast as their own ladder
-# was); simple and simple_spread keep their own observation functions, measured a few percent
-# faster (their `Tuning`).
+# the block for agent a. simple and simple_spread keep their own observation functions, measured
+# a few percent faster (their `Tuning`).
 @kernel_fn
 def own_vel(s, p, e, a, j):
     """``self_vel``: the agent's velocity."""
@@ -299,6 +298,35 @@ def own_pos(s, p, e, a, j):
 def landmarks_relative(s, p, e, a, k):
     """``landmark_rel_pos`` of a scenario that sees every landmark: landmark k // 2 relative to agent a."""
     return relative(s, e, a, p.num_agents + k // 2, k % 2)
+
+
+@kernel_fn
+def others_relative(s, p, e, a, k):
+    """``other_pos`` of a scenario that sees every other agent: the (k // 2)-th agent other than a, in agent order."""
+    j = k // 2
+    if j >= a:
+        j += 1
+    return relative(s, e, a, j, k % 2)
+
+
+@kernel_fn
+def other_relative(s, p, e, a, k):
+    """``other_pos`` under MPE2's partial observability: the (k // 2)-th nearest other agent, zero past their count.
+
+    Without ``p.nearest_agents``, the (k // 2)-th in agent order (`others_relative`).
+    """
+    if p.nearest_agents:
+        j = nearest(s, e, a, 0, p.num_agents, k // 2)
+        if j < 0:
+            return np.float32(0.0)
+        return relative(s, e, a, j, k % 2)
+    return others_relative(s, p, e, a, k)
+
+
+@kernel_fn
+def goal_relative(s, p, e, a, k):
+    """``goal_rel_pos`` of a scenario whose state names one goal entity per env (``s.goal``)."""
+    return relative(s, e, a, s.goal[e], k)
 
 
 @kernel_fn

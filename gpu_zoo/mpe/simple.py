@@ -33,7 +33,7 @@ import numpy as np
 
 from gpu_zoo.core import EnvSpec, Group, Measured, ObsBlock, PerAgent, PerEnv, PerObs, Tuning, kernel_fn
 from gpu_zoo.mpe import particles
-from gpu_zoo.mpe.particles import continuous_force, discrete_force, integrate, place_landmarks, relative, spawn
+from gpu_zoo.mpe.particles import integrate, move_continuous, move_discrete, place_landmarks, relative, spawn
 from gpu_zoo.mpe.scenario import check_common, move_space
 
 AGENT_SIZE = LANDMARK_SIZE = 0.05
@@ -71,17 +71,6 @@ def constants(p: SimpleParams) -> dict:
 
 
 @kernel_fn
-def read_discrete_action(s, p, e, a):
-    discrete_force(s, p, e, a, s.act_agent[e, a])
-
-
-@kernel_fn
-def read_continuous_action(s, p, e, a):
-    act = s.act_agent
-    continuous_force(s, p, e, a, act[e, a, 2] - act[e, a, 1], act[e, a, 4] - act[e, a, 3])
-
-
-@kernel_fn
 def reward(s, p, e, a):
     """Minus the squared distance to the landmark (MPE2's ``np.sum(np.square(...))``)."""
     dx, dy = s.pos_x[e, a] - s.pos_x[e, 1], s.pos_y[e, a] - s.pos_y[e, 1]
@@ -107,7 +96,7 @@ SPEC = EnvSpec(
     groups=groups,
     fields=fields,
     reset=(PerAgent(spawn), PerEnv(place_landmarks)),
-    step=lambda p: (PerAgent(read_continuous_action if p.continuous_actions else read_discrete_action),
+    step=lambda p: (PerAgent(move_continuous if p.continuous_actions else move_discrete, group="agent"),
                     PerAgent(integrate), PerAgent(reward)),
     observe=(PerObs(observe),),
     constants=constants,

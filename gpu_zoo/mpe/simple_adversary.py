@@ -45,14 +45,14 @@ from gpu_zoo.core import EnvSpec, Field, Group, ObsBlock, PerAgent, PerEnv, PerO
 from gpu_zoo.core.params import check_count
 from gpu_zoo.mpe import particles
 from gpu_zoo.mpe.particles import (
-    continuous_force,
-    discrete_force,
     distance,
+    goal_relative,
     integrate,
     landmark_relative,
-    nearest,
+    move_continuous,
+    move_discrete,
+    other_relative,
     place_landmarks_and_goal,
-    relative,
     spawn,
 )
 from gpu_zoo.mpe.scenario import check_common, check_neighbors, move_space
@@ -88,9 +88,11 @@ def observed(p: SimpleAdversaryParams) -> tuple[int, int]:
 
 def groups(p: SimpleAdversaryParams) -> tuple[Group, ...]:
     L, K = observed(p)
-    seen = (ObsBlock("landmark_rel_pos", 2 * L), ObsBlock("other_rel_pos", 2 * K))
+    seen = (ObsBlock("landmark_rel_pos", 2 * L, fill=landmark_relative),
+            ObsBlock("other_rel_pos", 2 * K, fill=other_relative))
     act = move_space(p.continuous_actions)
-    return (Group("adversary", 1, seen, act), Group("agent", p.N, (ObsBlock("goal_rel_pos", 2), *seen), act))
+    return (Group("adversary", 1, seen, act),
+            Group("agent", p.N, (ObsBlock("goal_rel_pos", 2, fill=goal_relative), *seen), act))
 
 
 def world(p: SimpleAdversaryParams) -> particles.World:
@@ -112,57 +114,27 @@ def constants(p: SimpleAdversaryParams) -> dict:
 
 # ------------------------------------------------------------------ phases
 @kernel_fn
-def read_discrete_action(s, p, e, a):
-    k = s.act_adversary[e, a] if a < p.adversary_hi else s.act_agent[e, a - p.agent_lo]
-    discrete_force(s, p, e, a, k)
+def reward_adversary(s, p, e, a, act):
+    """Minus its distance to the goal."""
+    s.rew[e, a] = np.float32(-distance(s, e, p.adversary_lo, s.goal[e]))
 
 
 @kernel_fn
-def read_continuous_action(s, p, e, a):
-    if a < p.adversary_hi:
-        ux = s.act_adversary[e, a, 2] - s.act_adversary[e, a, 1]
-        uy = s.act_adversary[e, a, 4] - s.act_adversary[e, a, 3]
-    else:
-        ux = s.act_agent[e, a - p.agent_lo, 2] - s.act_agent[e, a - p.agent_lo, 1]
-        uy = s.act_agent[e, a - p.agent_lo, 4] - s.act_agent[e, a - p.agent_lo, 3]
-    continuous_force(s, p, e, a, ux, uy)
-
-
-@kernel_fn
-def reward(s, p, e, a):
-    """The adversary: minus its distance to the goal; a good agent: the nearest good agent's and the adversary's."""
+def reward_agent(s, p, e, a, act):
+    """Minus the nearest good agent's distance to the goal, plus the adversary's."""
     g = s.goal[e]
-    adversary = distance(s, e, 0, g)
-    if a < p.adversary_hi:
-        s.rew[e, a] = np.float32(-adversary)
-        return
     best = distance(s, e, p.agent_lo, g)
     for b in range(p.agent_lo + 1, p.agent_hi):
         d = distance(s, e, b, g)
         if d < best:
             best = d
-    s.rew[e, a] = np.float32(-best + adversary)
+    s.rew[e, a] = np.float32(-best + distance(s, e, p.adversary_lo, g))
 
 
-@kernel_fn
-def observe(s, p, e, a, i):
-    """Element i of MPE2's observation of agent a."""
-    k = i
-    if a >= p.agent_lo:
-        if k < 2:
-            return relative(s, e, a, s.goal[e], k)
-        k -= 2
-    if k < 2 * p.observed_landmarks:
-        return landmark_relative(s, p, e, a, k)
-    k -= 2 * p.observed_landmarks
-    j = k // 2
-    if p.nearest_agents:
-        j = nearest(s, e, a, 0, p.num_agents, j)
-        if j < 0:
-            return np.float32(0.0)
-    elif j >= a:
-        j += 1  # the (k//2)-th agent other than a
-    return relative(s, e, a, j, k % 2)
+def step(p: SimpleAdversaryParams) -> tuple:
+    move = move_continuous if p.continuous_actions else move_discrete
+    return (PerAgent(move, group="adversary"), PerAgent(move, group="agent"), PerAgent(integrate),
+            PerAgent(reward_adversary, group="adversary"), PerAgent(reward_agent, group="agent"))
 
 
 def render(state: dict, p: SimpleAdversaryParams, size: int = 320) -> np.ndarray:
@@ -177,9 +149,8 @@ SPEC = EnvSpec(
     groups=groups,
     fields=fields,
     reset=(PerAgent(spawn), PerEnv(place_landmarks_and_goal)),
-    step=lambda p: (PerAgent(read_continuous_action if p.continuous_actions else read_discrete_action),
-                    PerAgent(integrate), PerAgent(reward)),
-    observe=(PerObs(observe),),
+    step=step,
+    observe=(PerObs(),),
     constants=constants,
     render=render,
     module=__name__,

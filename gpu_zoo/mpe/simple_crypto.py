@@ -66,9 +66,10 @@ class SimpleCryptoParams:
 def groups(p: SimpleCryptoParams) -> tuple[Group, ...]:
     say = (gymnasium.spaces.Box(0.0, 1.0, (DIM_C,), np.float32) if p.continuous_actions
            else gymnasium.spaces.Discrete(DIM_C))
-    return (Group("eve", 1, (ObsBlock("alice_comm", DIM_C),), say),
-            Group("bob", 1, (ObsBlock("key", DIM_C), ObsBlock("alice_comm", DIM_C)), say),
-            Group("alice", 1, (ObsBlock("goal", DIM_C), ObsBlock("key", DIM_C)), say))
+    heard = ObsBlock("alice_comm", DIM_C, fill=alice_comm)
+    key = ObsBlock("key", DIM_C, fill=key_word)
+    return (Group("eve", 1, (heard,), say), Group("bob", 1, (key, heard), say),
+            Group("alice", 1, (ObsBlock("goal", DIM_C, fill=goal_word), key), say))
 
 
 def world(p: SimpleCryptoParams) -> particles.World:
@@ -110,34 +111,17 @@ def _word(s, p, e, j, c):
 
 
 @kernel_fn
-def _action(s, p, e, a, c):
-    if a == EVE:
-        return s.act_eve[e, 0, c]
-    if a == BOB:
-        return s.act_bob[e, 0, c]
-    return s.act_alice[e, 0, c]
-
-
-@kernel_fn
-def _index(s, p, e, a):
-    if a == EVE:
-        return s.act_eve[e, 0]
-    if a == BOB:
-        return s.act_bob[e, 0]
-    return s.act_alice[e, 0]
-
-
-@kernel_fn
-def read_discrete_action(s, p, e, a):
-    k = _index(s, p, e, a)
+def say_discrete(s, p, e, a, k):
+    """Discrete(DIM_C): word k, one-hot."""
     for c in range(DIM_C):
         s.message[e, a, c] = 1.0 if c == k else 0.0
 
 
 @kernel_fn
-def read_continuous_action(s, p, e, a):
+def say_continuous(s, p, e, a, u):
+    """Box(0, 1, (DIM_C,)): the word as given."""
     for c in range(DIM_C):
-        s.message[e, a, c] = _action(s, p, e, a, c)
+        s.message[e, a, c] = u[c]
 
 
 @kernel_fn
@@ -155,27 +139,42 @@ def _guess_error(s, p, e, a):
 
 
 @kernel_fn
-def reward(s, p, e, a):
+def reward_eve(s, p, e, a, act):
+    """Minus Eve's error guessing the goal word, if she said anything."""
     eve, eve_said = _guess_error(s, p, e, EVE)
-    if a == EVE:
-        s.rew[e, a] = np.float32(-eve if eve_said else 0.0)
-        return
+    s.rew[e, a] = np.float32(-eve if eve_said else 0.0)
+
+
+@kernel_fn
+def reward_team(s, p, e, a, act):
+    """Bob's and Alice's: Eve's error minus Bob's, each counted if its speaker said anything."""
+    eve, eve_said = _guess_error(s, p, e, EVE)
     bob, bob_said = _guess_error(s, p, e, BOB)
     s.rew[e, a] = np.float32((eve if eve_said else 0.0) + (-bob if bob_said else 0.0))
 
 
+def step(p: SimpleCryptoParams) -> tuple:
+    say = say_continuous if p.continuous_actions else say_discrete
+    return (*(PerAgent(say, group=g) for g in ("eve", "bob", "alice")), PerAgent(reward_eve, group="eve"),
+            PerAgent(reward_team, group="bob"), PerAgent(reward_team, group="alice"))
+
+
 @kernel_fn
-def observe(s, p, e, a, i):
-    """Element i of MPE2's observation of agent a."""
-    if a == EVE:
-        return np.float32(s.message[e, ALICE, i])
-    if a == BOB:
-        if i < DIM_C:
-            return np.float32(_word(s, p, e, s.key[e], i))
-        return np.float32(s.message[e, ALICE, i - DIM_C])
-    if i < DIM_C:
-        return np.float32(_word(s, p, e, s.goal[e], i))
-    return np.float32(_word(s, p, e, s.key[e], i - DIM_C))
+def alice_comm(s, p, e, a, c):
+    """Alice's word of the last step."""
+    return np.float32(s.message[e, ALICE, c])
+
+
+@kernel_fn
+def key_word(s, p, e, a, c):
+    """The key: its landmark's colour."""
+    return np.float32(_word(s, p, e, s.key[e], c))
+
+
+@kernel_fn
+def goal_word(s, p, e, a, c):
+    """The goal word: its landmark's colour."""
+    return np.float32(_word(s, p, e, s.goal[e], c))
 
 
 def render(state: dict, p: SimpleCryptoParams, size: int = 320) -> np.ndarray:
@@ -192,9 +191,8 @@ SPEC = EnvSpec(
     groups=groups,
     fields=fields,
     reset=(PerAgent(spawn_silent), PerEnv(draw_words)),
-    step=lambda p: (PerAgent(read_continuous_action if p.continuous_actions else read_discrete_action),
-                    PerAgent(reward)),
-    observe=(PerObs(observe),),
+    step=step,
+    observe=(PerObs(),),
     constants=constants,
     render=render,
     module=__name__,

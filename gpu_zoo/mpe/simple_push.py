@@ -41,12 +41,15 @@ from gpu_zoo.core import EnvSpec, Field, Group, ObsBlock, PerAgent, PerEnv, PerO
 from gpu_zoo.mpe import particles
 from gpu_zoo.mpe.particles import (
     add_contact_forces,
-    continuous_force,
-    discrete_force,
     distance,
+    goal_relative,
     integrate,
+    landmarks_relative,
+    move_continuous,
+    move_discrete,
+    others_relative,
+    own_vel,
     place_landmarks_and_goal,
-    relative,
     spawn,
 )
 from gpu_zoo.mpe.scenario import check_common, move_space
@@ -71,11 +74,13 @@ class SimplePushParams:
 
 def groups(p: SimplePushParams) -> tuple[Group, ...]:
     act = move_space(p.continuous_actions)
-    return (Group("adversary", 1, (ObsBlock("self_vel", 2), ObsBlock("landmark_rel_pos", 4),
-                                   ObsBlock("other_rel_pos", 2)), act),
-            Group("agent", 1, (ObsBlock("self_vel", 2), ObsBlock("goal_rel_pos", 2), ObsBlock("self_color", 3),
-                               ObsBlock("landmark_rel_pos", 4), ObsBlock("landmark_color", 6),
-                               ObsBlock("other_rel_pos", 2)), act))
+    vel = ObsBlock("self_vel", 2, fill=own_vel)
+    landmarks = ObsBlock("landmark_rel_pos", 2 * NUM_LANDMARKS, fill=landmarks_relative)
+    other = ObsBlock("other_rel_pos", 2, fill=others_relative)
+    return (Group("adversary", 1, (vel, landmarks, other), act),
+            Group("agent", 1, (vel, ObsBlock("goal_rel_pos", 2, fill=goal_relative),
+                               ObsBlock("self_color", 3, fill=self_color), landmarks,
+                               ObsBlock("landmark_color", 3 * NUM_LANDMARKS, fill=landmark_color), other), act))
 
 
 def world(p: SimplePushParams) -> particles.World:
@@ -93,29 +98,22 @@ def constants(p: SimplePushParams) -> dict:
 
 # ------------------------------------------------------------------ phases
 @kernel_fn
-def read_discrete_action(s, p, e, a):
-    discrete_force(s, p, e, a, s.act_adversary[e, 0] if a < p.adversary_hi else s.act_agent[e, 0])
-
-
-@kernel_fn
-def read_continuous_action(s, p, e, a):
-    if a < p.adversary_hi:
-        ux = s.act_adversary[e, 0, 2] - s.act_adversary[e, 0, 1]
-        uy = s.act_adversary[e, 0, 4] - s.act_adversary[e, 0, 3]
-    else:
-        ux = s.act_agent[e, 0, 2] - s.act_agent[e, 0, 1]
-        uy = s.act_agent[e, 0, 4] - s.act_agent[e, 0, 3]
-    continuous_force(s, p, e, a, ux, uy)
-
-
-@kernel_fn
-def reward(s, p, e, a):
+def reward_adversary(s, p, e, a, act):
+    """The good agent's distance to the goal, minus its own."""
     g = s.goal[e]
-    agent = distance(s, e, p.agent_lo, g)
-    if a < p.adversary_hi:
-        s.rew[e, a] = np.float32(agent - distance(s, e, g, a))
-    else:
-        s.rew[e, a] = np.float32(-agent)
+    s.rew[e, a] = np.float32(distance(s, e, p.agent_lo, g) - distance(s, e, g, a))
+
+
+@kernel_fn
+def reward_agent(s, p, e, a, act):
+    """Minus its distance to the goal."""
+    s.rew[e, a] = np.float32(-distance(s, e, a, s.goal[e]))
+
+
+def step(p: SimplePushParams) -> tuple:
+    move = move_continuous if p.continuous_actions else move_discrete
+    return (PerAgent(move, group="adversary"), PerAgent(move, group="agent"), PerAgent(add_contact_forces),
+            PerAgent(integrate), PerAgent(reward_adversary, group="adversary"), PerAgent(reward_agent, group="agent"))
 
 
 @kernel_fn
@@ -125,26 +123,15 @@ def _channel(base, raised, c, lit):
 
 
 @kernel_fn
-def observe(s, p, e, a, i):
-    """Element i of MPE2's observation of agent a."""
-    if i < 2:
-        return np.float32(s.vel_x[e, a] if i == 0 else s.vel_y[e, a])
-    k = i - 2
-    if a >= p.agent_lo:
-        g = s.goal[e]
-        if k < 2:
-            return relative(s, e, a, g, k)
-        if k < 5:
-            return _channel(0.25, 0.5, k - 2, g - p.num_agents + 1)
-        k -= 5
-        if k < 4:
-            return relative(s, e, a, p.num_agents + k // 2, k % 2)
-        if k < 10:
-            return _channel(0.1, 0.8, (k - 4) % 3, (k - 4) // 3 + 1)
-        return relative(s, e, a, 1 - a, k - 10)
-    if k < 4:
-        return relative(s, e, a, p.num_agents + k // 2, k % 2)
-    return relative(s, e, a, 1 - a, k - 4)
+def self_color(s, p, e, a, c):
+    """The good agent's colour: grey with the goal landmark's channel raised."""
+    return _channel(0.25, 0.5, c, s.goal[e] - p.num_agents + 1)
+
+
+@kernel_fn
+def landmark_color(s, p, e, a, k):
+    """The landmarks' colours: landmark i lights channel i + 1."""
+    return _channel(0.1, 0.8, k % 3, k // 3 + 1)
 
 
 def render(state: dict, p: SimplePushParams, size: int = 320) -> np.ndarray:
@@ -160,9 +147,8 @@ SPEC = EnvSpec(
     groups=groups,
     fields=fields,
     reset=(PerAgent(spawn), PerEnv(place_landmarks_and_goal)),
-    step=lambda p: (PerAgent(read_continuous_action if p.continuous_actions else read_discrete_action),
-                    PerAgent(add_contact_forces), PerAgent(integrate), PerAgent(reward)),
-    observe=(PerObs(observe),),
+    step=step,
+    observe=(PerObs(),),
     constants=constants,
     render=render,
     module=__name__,

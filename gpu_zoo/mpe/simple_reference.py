@@ -47,8 +47,9 @@ from gpu_zoo.mpe.particles import (
     discrete_force,
     distance,
     integrate,
+    landmarks_relative,
+    own_vel,
     place_landmarks,
-    relative,
     spawn,
 )
 from gpu_zoo.mpe.scenario import check_common
@@ -79,8 +80,9 @@ class SimpleReferenceParams:
 def groups(p: SimpleReferenceParams) -> tuple[Group, ...]:
     act = (gymnasium.spaces.Box(0.0, 1.0, (MOVES + DIM_C,), np.float32) if p.continuous_actions
            else gymnasium.spaces.Discrete(MOVES * DIM_C))
-    obs = (ObsBlock("self_vel", 2), ObsBlock("landmark_rel_pos", 2 * NUM_LANDMARKS), ObsBlock("goal_color", 3),
-           ObsBlock("other_comm", DIM_C))
+    obs = (ObsBlock("self_vel", 2, fill=own_vel),
+           ObsBlock("landmark_rel_pos", 2 * NUM_LANDMARKS, fill=landmarks_relative),
+           ObsBlock("goal_color", 3, fill=goal_color), ObsBlock("other_comm", DIM_C, fill=other_comm))
     return (Group("agent", NUM_AGENTS, obs, act),)
 
 
@@ -117,8 +119,8 @@ def draw_goals(s, p, e):
 
 
 @kernel_fn
-def read_discrete_action(s, p, e, a):
-    k = s.act_agent[e, a]
+def read_discrete_action(s, p, e, a, k):
+    """Discrete(MOVES x DIM_C): move k % MOVES, word k // MOVES."""
     discrete_force(s, p, e, a, k % MOVES)
     word = k // MOVES
     for c in range(DIM_C):
@@ -126,11 +128,11 @@ def read_discrete_action(s, p, e, a):
 
 
 @kernel_fn
-def read_continuous_action(s, p, e, a):
-    act = s.act_agent
-    continuous_force(s, p, e, a, act[e, a, 2] - act[e, a, 1], act[e, a, 4] - act[e, a, 3])
+def read_continuous_action(s, p, e, a, u):
+    """Box(0, 1, (MOVES + DIM_C,)): a move's five values, then the word."""
+    continuous_force(s, p, e, a, u[2] - u[1], u[4] - u[3])
     for c in range(DIM_C):
-        s.message[e, a, c] = s.act_agent[e, a, MOVES + c]
+        s.message[e, a, c] = u[MOVES + c]
 
 
 @kernel_fn
@@ -144,17 +146,15 @@ def reward(s, p, e, a):
 
 
 @kernel_fn
-def observe(s, p, e, a, i):
-    """Element i of MPE2's observation of agent a."""
-    if i < 2:
-        return np.float32(s.vel_x[e, a] if i == 0 else s.vel_y[e, a])
-    k = i - 2
-    if k < 2 * NUM_LANDMARKS:
-        return relative(s, e, a, p.num_agents + k // 2, k % 2)
-    k -= 2 * NUM_LANDMARKS
-    if k < 3:
-        return np.float32(_LIT if k == s.goal[e, a] - p.num_agents else _DIM)
-    return np.float32(s.message[e, 1 - a, k - 3])
+def goal_color(s, p, e, a, c):
+    """The colour of the landmark the agent knows of, the other's goal."""
+    return np.float32(_LIT if c == s.goal[e, a] - p.num_agents else _DIM)
+
+
+@kernel_fn
+def other_comm(s, p, e, a, c):
+    """The other agent's word of the last step."""
+    return np.float32(s.message[e, 1 - a, c])
 
 
 def _landmark_color(j: int) -> tuple[float, float, float]:
@@ -175,9 +175,9 @@ SPEC = EnvSpec(
     groups=groups,
     fields=fields,
     reset=(PerAgent(spawn_silent), PerEnv(draw_goals)),
-    step=lambda p: (PerAgent(read_continuous_action if p.continuous_actions else read_discrete_action),
+    step=lambda p: (PerAgent(read_continuous_action if p.continuous_actions else read_discrete_action, group="agent"),
                     PerAgent(integrate), PerAgent(reward)),
-    observe=(PerObs(observe),),
+    observe=(PerObs(),),
     constants=constants,
     render=render,
     module=__name__,

@@ -40,7 +40,15 @@ import numpy as np
 
 from gpu_zoo.core import EnvSpec, Field, Group, ObsBlock, PerAgent, PerEnv, PerObs, kernel_fn
 from gpu_zoo.mpe import particles
-from gpu_zoo.mpe.particles import continuous_force, discrete_force, integrate, place_landmarks_and_goal, relative, spawn
+from gpu_zoo.mpe.particles import (
+    integrate,
+    landmarks_relative,
+    move_continuous,
+    move_discrete,
+    own_vel,
+    place_landmarks_and_goal,
+    spawn,
+)
 from gpu_zoo.mpe.scenario import check_common, move_space
 
 DIM_C = 3  # this scenario's message length
@@ -66,9 +74,11 @@ class SimpleSpeakerListenerParams:
 def groups(p: SimpleSpeakerListenerParams) -> tuple[Group, ...]:
     say = (gymnasium.spaces.Box(0.0, 1.0, (DIM_C,), np.float32) if p.continuous_actions
            else gymnasium.spaces.Discrete(DIM_C))
-    return (Group("speaker", 1, (ObsBlock("goal_color", 3),), say),
-            Group("listener", 1, (ObsBlock("self_vel", 2), ObsBlock("landmark_rel_pos", 2 * NUM_LANDMARKS),
-                                  ObsBlock("speaker_message", DIM_C)), move_space(p.continuous_actions)))
+    return (Group("speaker", 1, (ObsBlock("goal_color", 3, fill=goal_color),), say),
+            Group("listener", 1, (ObsBlock("self_vel", 2, fill=own_vel),
+                                  ObsBlock("landmark_rel_pos", 2 * NUM_LANDMARKS, fill=landmarks_relative),
+                                  ObsBlock("speaker_message", DIM_C, fill=speaker_message)),
+                  move_space(p.continuous_actions)))
 
 
 def world(p: SimpleSpeakerListenerParams) -> particles.World:
@@ -97,28 +107,28 @@ def spawn_silent(s, p, e, a):
 
 
 @kernel_fn
-def read_discrete_action(s, p, e, a):
-    if a < p.speaker_hi:  # MPE2's one-hot message
-        for c in range(DIM_C):
-            s.message[e, c] = 1.0 if c == s.act_speaker[e, 0] else 0.0
-    else:
-        discrete_force(s, p, e, a, s.act_listener[e, 0])
+def say_discrete(s, p, e, a, k):
+    """MPE2's one-hot message."""
+    for c in range(DIM_C):
+        s.message[e, c] = 1.0 if c == k else 0.0
 
 
 @kernel_fn
-def read_continuous_action(s, p, e, a):
-    if a < p.speaker_hi:
-        for c in range(DIM_C):
-            s.message[e, c] = s.act_speaker[e, 0, c]
-    else:
-        continuous_force(s, p, e, a, s.act_listener[e, 0, 2] - s.act_listener[e, 0, 1],
-                         s.act_listener[e, 0, 4] - s.act_listener[e, 0, 3])
+def say_continuous(s, p, e, a, u):
+    for c in range(DIM_C):
+        s.message[e, c] = u[c]
 
 
 @kernel_fn
-def move(s, p, e, a):
-    if a >= p.listener_lo:  # the speaker does not move
-        integrate(s, p, e, a)
+def glide(s, p, e, a, act):
+    """The listener moves; the speaker does not."""
+    integrate(s, p, e, a)
+
+
+def step(p: SimpleSpeakerListenerParams) -> tuple:
+    say, move = (say_continuous, move_continuous) if p.continuous_actions else (say_discrete, move_discrete)
+    return (PerAgent(say, group="speaker"), PerAgent(move, group="listener"), PerAgent(glide, group="listener"),
+            PerAgent(reward))
 
 
 @kernel_fn
@@ -130,16 +140,14 @@ def reward(s, p, e, a):
 
 
 @kernel_fn
-def observe(s, p, e, a, i):
-    """Element i of MPE2's observation of agent a."""
-    if a < p.speaker_hi:  # the goal's colour
-        return np.float32(_LIT if i == s.goal[e] - p.num_agents else _DIM)
-    if i < 2:
-        return np.float32(s.vel_x[e, a] if i == 0 else s.vel_y[e, a])
-    k = i - 2
-    if k < 2 * NUM_LANDMARKS:
-        return relative(s, e, a, p.num_agents + k // 2, k % 2)
-    return np.float32(s.message[e, k - 2 * NUM_LANDMARKS])
+def goal_color(s, p, e, a, c):
+    """The goal landmark's colour."""
+    return np.float32(_LIT if c == s.goal[e] - p.num_agents else _DIM)
+
+
+@kernel_fn
+def speaker_message(s, p, e, a, c):
+    return np.float32(s.message[e, c])
 
 
 def render(state: dict, p: SimpleSpeakerListenerParams, size: int = 320) -> np.ndarray:
@@ -155,9 +163,8 @@ SPEC = EnvSpec(
     groups=groups,
     fields=fields,
     reset=(PerAgent(spawn_silent), PerEnv(place_landmarks_and_goal)),
-    step=lambda p: (PerAgent(read_continuous_action if p.continuous_actions else read_discrete_action),
-                    PerAgent(move), PerAgent(reward)),
-    observe=(PerObs(observe),),
+    step=step,
+    observe=(PerObs(),),
     constants=constants,
     render=render,
     module=__name__,

@@ -46,12 +46,12 @@ from gpu_zoo.mpe import particles
 from gpu_zoo.mpe.particles import (
     DIM_C,
     add_contact_forces,
-    continuous_force,
-    discrete_force,
     distance,
     integrate,
     is_collision,
     landmark_relative,
+    move_continuous,
+    move_discrete,
     nearest,
     own,
     place_landmarks,
@@ -124,17 +124,6 @@ def constants(p: SimpleSpreadParams) -> dict:
 
 # ------------------------------------------------------------------ phases
 @kernel_fn
-def read_discrete_action(s, p, e, a):
-    discrete_force(s, p, e, a, s.act_agent[e, a])
-
-
-@kernel_fn
-def read_continuous_action(s, p, e, a):
-    act = s.act_agent
-    continuous_force(s, p, e, a, act[e, a, 2] - act[e, a, 1], act[e, a, 4] - act[e, a, 3])
-
-
-@kernel_fn
 def _nearest_agent_distance(s, p, e, j):
     best = distance(s, e, 0, j)
     for a in range(1, p.num_agents):
@@ -206,7 +195,7 @@ SPEC = EnvSpec(
     groups=groups,
     fields=fields,
     reset=(PerAgent(spawn), PerEnv(place_landmarks)),
-    step=lambda p: (PerAgent(read_continuous_action if p.continuous_actions else read_discrete_action),
+    step=lambda p: (PerAgent(move_continuous if p.continuous_actions else move_discrete, group="agent"),
                     PerAgent(add_contact_forces), PerAgent(integrate), PerEnv(shared_reward), PerAgent(reward),
                     PerEnv(check_success)),
     observe=(PerObs(observe),),

@@ -20,9 +20,9 @@ from gpu_zoo.core.params import check_count
 from gpu_zoo.mpe import particles
 from gpu_zoo.mpe.particles import (
     add_contact_forces,
-    continuous_force,
-    discrete_force,
     integrate,
+    move_continuous,
+    move_discrete,
 )
 from gpu_zoo.mpe.scenario import check_common, move_space
 
@@ -151,17 +151,6 @@ def match_targets(s, p, e, k, cost, u, v, minv, row, way, used):
 
 # ------------------------------------------------------------------ phases
 @kernel_fn
-def read_discrete_action(s, p, e, a):
-    discrete_force(s, p, e, a, s.act_agent[e, a])
-
-
-@kernel_fn
-def read_continuous_action(s, p, e, a):
-    act = s.act_agent
-    continuous_force(s, p, e, a, act[e, a, 2] - act[e, a, 1], act[e, a, 4] - act[e, a, 3])
-
-
-@kernel_fn
 def reward(s, p, e, a):
     s.rew[e, a] = np.float32(s.joint_rew[e])
 
@@ -174,7 +163,7 @@ def check_success(s, p, e):
 
 def step(p: ShapeParams, place_targets=None) -> tuple:
     """A step: actions, contacts, moves, then (``place_targets``, a `PerEnv`, if the targets move) the match."""
-    return (PerAgent(read_continuous_action if p.continuous_actions else read_discrete_action),
+    return (PerAgent(move_continuous if p.continuous_actions else move_discrete, group="agent"),
             PerAgent(add_contact_forces), PerAgent(integrate), *((PerEnv(place_targets),) if place_targets else ()),
             PerItem(match_targets, 1, scratch=SCRATCH), PerAgent(reward), PerEnv(check_success))
 

@@ -658,8 +658,11 @@ def reset_agent(s, p, e, a):
     for res in range(2):
         s.goods[e, a, res] = 0
         s.goods_escrow[e, a, res] = 0
-    if a >= p.worker_hi:
-        return
+
+
+@kernel_fn
+def reset_worker(s, p, e, a, act):
+    """A worker's orders and skills."""
     for res in range(2):
         for m in range(p.max_num_orders):
             s.order_kind[e, a, res, m] = 0
@@ -938,8 +941,8 @@ def reset_env(s, p, e):
 
 # ------------------------------------------------------------------ step phases
 @kernel_fn
-def build(s, p, e, a):
-    if a >= p.worker_hi or s.act_worker[e, a] != 1 or not can_build(s.goods, s.tile, s.house, s.row, s.col, e, a):
+def build(s, p, e, a, act):
+    if act != 1 or not can_build(s.goods, s.tile, s.house, s.row, s.col, e, a):
         return
     s.goods[e, a, STONE] -= 1
     s.goods[e, a, WOOD] -= 1
@@ -949,10 +952,7 @@ def build(s, p, e, a):
 
 
 @kernel_fn
-def place_order(s, p, e, a):
-    if a >= p.worker_hi:
-        return
-    act = s.act_worker[e, a]
+def place_order(s, p, e, a, act):
     if act < p.BUY0 or act >= p.MOVE0:
         return
     off = act - p.BUY0
@@ -1086,9 +1086,7 @@ def move(s, p, e):
 
 
 @kernel_fn
-def collect(s, p, e, a):
-    if a >= p.worker_hi:
-        return
+def collect(s, p, e, a, act):
     r, c = s.row[e, a], s.col[e, a]
     if not s.res[e, r, c]:
         return
@@ -1180,10 +1178,8 @@ def sort_incomes(s, p, e):
 
 
 @kernel_fn
-def tally_orders(s, p, e, a):
+def tally_orders(s, p, e, a, act):
     """A worker's open orders counted per (asks stone, asks wood, bids stone, bids wood) and price."""
-    if a >= p.worker_hi:
-        return
     for block in range(4):
         for q in range(p.P):
             s.book[e, a, block, q] = 0
@@ -1196,16 +1192,19 @@ def tally_orders(s, p, e, a):
 
 
 @kernel_fn
-def masks(s, p, e, a):
-    if a >= p.worker_hi:
-        allow = p.tax_kind == 0 and s.tax_pos[e] == 1
-        limit = rate_limit(s.ep_count, p, e)
-        for b in range(BRACKETS):
-            base = b * (1 + NUM_RATES)
-            s.mask_planner[e, 0, base] = 1
-            for k in range(NUM_RATES):
-                s.mask_planner[e, 0, base + 1 + k] = 1 if allow and rate_of(k) <= limit else 0
-        return
+def mask_planner(s, p, e, a, act):
+    """Rates only on a period's first step, under the annealed limit; no-op always."""
+    allow = p.tax_kind == 0 and s.tax_pos[e] == 1
+    limit = rate_limit(s.ep_count, p, e)
+    for b in range(BRACKETS):
+        base = b * (1 + NUM_RATES)
+        s.mask_planner[e, 0, base] = 1
+        for k in range(NUM_RATES):
+            s.mask_planner[e, 0, base + 1 + k] = 1 if allow and rate_of(k) <= limit else 0
+
+
+@kernel_fn
+def mask_worker(s, p, e, a, act):
     s.mask_worker[e, a, 0] = 1
     s.mask_worker[e, a, 1] = 1 if can_build(s.goods, s.tile, s.house, s.row, s.col, e, a) else 0
     for res in range(2):
@@ -1432,10 +1431,13 @@ SPEC = EnvSpec(
     params=EconomyParams,
     groups=groups,
     fields=fields,
-    reset=lambda p: (PerItem(reset_tile, p.height * p.width), PerAgent(reset_agent), PerEnv(reset_env)),
-    step=lambda p: (PerAgent(build), PerAgent(place_order), PerEnv(market), PerAgent(draw_move_key), PerEnv(move),
-                    PerAgent(collect), PerEnv(tax), PerItem(regrow, p.height * p.width), PerEnv(rewards)),
-    observe=(PerEnv(sort_incomes), PerAgent(tally_orders), PerAgent(masks),
+    reset=lambda p: (PerItem(reset_tile, p.height * p.width), PerAgent(reset_agent),
+                     PerAgent(reset_worker, group="worker"), PerEnv(reset_env)),
+    step=lambda p: (PerAgent(build, group="worker"), PerAgent(place_order, group="worker"), PerEnv(market),
+                    PerAgent(draw_move_key), PerEnv(move), PerAgent(collect, group="worker"), PerEnv(tax),
+                    PerItem(regrow, p.height * p.width), PerEnv(rewards)),
+    observe=(PerEnv(sort_incomes), PerAgent(tally_orders, group="worker"), PerAgent(mask_worker, group="worker"),
+             PerAgent(mask_planner, group="planner"),
              PerObs(observe_worker, group="worker"), PerObs(observe_planner, group="planner")),
     constants=constants,
     render=render,

@@ -7,6 +7,7 @@ import torch
 
 import gpu_zoo
 from benchmarks.long_run import EconomyChecks, Failures, GenericChecks, run_one
+from tests.economy.helpers import ECON_SMALL
 
 
 def test_a_short_run_of_every_kind_passes_its_checks():
@@ -17,15 +18,15 @@ def test_a_short_run_of_every_kind_passes_its_checks():
 
 
 def test_the_economy_run_crosses_an_auto_reset_and_its_laws_hold():
-    rec = run_one("gather_trade_build_v0", dict(max_cycles=40), "cpu", agent_steps=4 * 5 * 90, check_every=100,
-                  seed=5, num_envs=4)
+    rec = run_one("gather_trade_build_v0", ECON_SMALL, "cpu", agent_steps=4 * 5 * 130, check_every=100, seed=5,
+                  num_envs=4)
     assert rec["ok"], rec["failures"]
     assert rec["episodes"] >= 8  # every env ended two episodes
     assert "coin_changes_only_by_build_payments" in rec["checks_named"]
 
 
-def economy_after_play(steps=200):
-    env = gpu_zoo.make("gather_trade_build_v0", num_envs=3, device="cpu", starting_agent_coin=50.0)
+def economy_after_play(steps=55):  # within the first 60-step episode
+    env = gpu_zoo.make("gather_trade_build_v0", num_envs=3, device="cpu", **ECON_SMALL, starting_agent_coin=50.0)
     env.reset(seed=1)
     gen = torch.Generator().manual_seed(0)
     for _ in range(steps):

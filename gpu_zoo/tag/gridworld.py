@@ -125,10 +125,9 @@ def start(s, p, e):
 
 
 @kernel_fn
-def move(s, p, e, a):
+def move(s, p, e, a, act):
     if not s.alive[e, a]:
         return
-    act = s.act_tagger[e, a] if a < p.tagger_hi else s.act_runner[e, a - p.runner_lo]
     # 0 stay, 1 +x, 2 -x, 3 +y, 4 -y
     x = s.x[e, a] + (1 if act == 1 else (-1 if act == 2 else 0))
     y = s.y[e, a] + (1 if act == 3 else (-1 if act == 4 else 0))
@@ -144,10 +143,10 @@ def move(s, p, e, a):
 
 
 @kernel_fn
-def detect_tags(s, p, e, a):
+def detect_tags(s, p, e, a, act):
     """A runner in the game is tagged when a tagger shares its cell."""
     s.tagged[e, a] = 0
-    if a < p.runner_lo or not s.alive[e, a]:
+    if not s.alive[e, a]:
         return
     for j in range(p.tagger_lo, p.tagger_hi):
         if s.x[e, j] == s.x[e, a] and s.y[e, j] == s.y[e, a]:
@@ -167,14 +166,17 @@ def count_tags(s, p, e):
 
 
 @kernel_fn
-def reward(s, p, e, a):
+def reward_tagger(s, p, e, a, act):
     n = s.num_tagged[e]
-    if a < p.tagger_hi:
-        if n > 0:
-            s.rew[e, a] += np.float32(n) * p.tag_reward_for_tagger
-        else:
-            s.rew[e, a] -= p.step_cost_for_tagger
-    elif s.tagged[e, a]:
+    if n > 0:
+        s.rew[e, a] += np.float32(n) * p.tag_reward_for_tagger
+    else:
+        s.rew[e, a] -= p.step_cost_for_tagger
+
+
+@kernel_fn
+def reward_runner(s, p, e, a, act):
+    if s.tagged[e, a]:
         s.rew[e, a] -= p.tag_penalty_for_runner
         s.alive[e, a] = 0
         s.term[e, a] = 1
@@ -183,14 +185,25 @@ def reward(s, p, e, a):
 
 
 @kernel_fn
-def find_target(s, p, e, a):
-    """Partial observation: the nearest runner in sight (taggers) or nearest tagger (runners).
+def nearest_runner(s, p, e, a, act):
+    """Partial observation: a tagger sees the nearest runner in sight."""
+    if not p.use_full_observation:
+        s.target[e, a] = nearest_in_sight(s, e, a, p.runner_lo, p.runner_hi)
+
+
+@kernel_fn
+def nearest_tagger(s, p, e, a, act):
+    """Partial observation: a runner sees the nearest tagger in sight."""
+    if not p.use_full_observation:
+        s.target[e, a] = nearest_in_sight(s, e, a, p.tagger_lo, p.tagger_hi)
+
+
+@kernel_fn
+def nearest_in_sight(s, e, a, lo, hi):
+    """The agent of [lo, hi) nearest to a, or -1.
 
     In sight: in the game, or tagged at this very step, which WarpDrive's observation still shows.
     """
-    if p.use_full_observation:
-        return
-    lo, hi = (p.runner_lo, p.runner_hi) if a < p.tagger_hi else (p.tagger_lo, p.tagger_hi)
     best, best_d = -1, 0
     for j in range(lo, hi):
         if not observing(s, e, j):
@@ -199,7 +212,7 @@ def find_target(s, p, e, a):
         d = dx * dx + dy * dy
         if best < 0 or d < best_d:
             best, best_d = j, d
-    s.target[e, a] = best
+    return best
 
 
 @kernel_fn
@@ -257,8 +270,9 @@ SPEC = EnvSpec(
     groups=groups,
     fields=fields,
     reset=(PerAgent(spawn), PerEnv(start)),
-    step=(PerAgent(move), PerAgent(detect_tags), PerEnv(count_tags), PerAgent(reward)),
-    observe=(PerAgent(find_target), PerObs(observe)),
+    step=(PerAgent(move, group="tagger"), PerAgent(move, group="runner"), PerAgent(detect_tags, group="runner"),
+          PerEnv(count_tags), PerAgent(reward_tagger, group="tagger"), PerAgent(reward_runner, group="runner")),
+    observe=(PerAgent(nearest_runner, group="tagger"), PerAgent(nearest_tagger, group="runner"), PerObs(observe)),
     constants=constants,
     render=render,
     module=__name__,

@@ -154,19 +154,25 @@ def place_obstacles(s, p, e):
 
 
 @kernel_fn
-def reward(s, p, e, a):
+def reward_adversary(s, p, e, a, act):
+    """10 for every collision of a good agent with any adversary (shared by the adversaries)."""
     r = 0.0
-    if a < p.adversary_hi:
-        for g in range(p.agent_lo, p.agent_hi):
-            for v in range(p.adversary_lo, p.adversary_hi):
-                if is_collision(s, p, e, g, v):
-                    r += 10
-    else:
+    for g in range(p.agent_lo, p.agent_hi):
         for v in range(p.adversary_lo, p.adversary_hi):
-            if is_collision(s, p, e, v, a):
-                r -= 10
-        r -= bound_penalty(abs(s.pos_x[e, a]))
-        r -= bound_penalty(abs(s.pos_y[e, a]))
+            if is_collision(s, p, e, g, v):
+                r += 10
+    s.rew[e, a] = np.float32(r)
+
+
+@kernel_fn
+def reward_agent(s, p, e, a, act):
+    """-10 for each adversary touching it, and the penalty for leaving the arena."""
+    r = 0.0
+    for v in range(p.adversary_lo, p.adversary_hi):
+        if is_collision(s, p, e, v, a):
+            r -= 10
+    r -= bound_penalty(abs(s.pos_x[e, a]))
+    r -= bound_penalty(abs(s.pos_y[e, a]))
     s.rew[e, a] = np.float32(r)
 
 
@@ -256,7 +262,8 @@ SPEC = EnvSpec(
     groups=groups,
     fields=fields,
     reset=(PerAgent(spawn), PerEnv(place_obstacles)),
-    step=lambda p: (*_readers(p), PerAgent(add_contact_forces), PerAgent(integrate), PerAgent(reward),
+    step=lambda p: (*_readers(p), PerAgent(add_contact_forces), PerAgent(integrate),
+                    PerAgent(reward_adversary, group="adversary"), PerAgent(reward_agent, group="agent"),
                     PerEnv(check_success)),
     observe=lambda p: (PerObs(observe if p.num_agent_neighbors is None and p.num_landmark_neighbors is None
                               else observe_nearest),),

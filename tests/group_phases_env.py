@@ -67,3 +67,20 @@ SPEC = EnvSpec(id="group_phases_v0", params=Params, groups=groups, fields=fields
 def pay_weighted(s, p, e, a):
     """`pay` scaled by the agent's entry of a table constant (`tests/test_core_tables.py`)."""
     s.rew[e, a] = s.pos[e, a] * np.float32(p.weight[a])
+
+
+def shared_groups(p: Params):
+    """The chasers as two groups of one action space, "chaser" and "hunter" (the last chaser)."""
+    chaser, runner = groups(p)
+    return (Group("chaser", p.num_chasers - 1, chaser.obs, chaser.action_space),
+            Group("hunter", 1, chaser.obs, chaser.action_space), runner)
+
+
+SHARED_SPEC = EnvSpec(
+    id="group_phases_shared_v0", params=Params, groups=shared_groups, fields=fields, reset=(PerAgent(spawn),),
+    step=(PerAgent(chase, group="chaser"), PerAgent(run, group="runner"), PerAgent(chase, group="hunter"),
+          PerAgent(pay)),
+    observe=(PerObs(observe_chaser, group="chaser"), PerObs(observe_chaser, group="hunter"),
+             PerObs(observe_runner, group="runner")),
+    module=__name__)
+"""One function bound to two adjacent groups (declared apart): the CUDA stage calls it once for both."""

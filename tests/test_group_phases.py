@@ -37,6 +37,31 @@ def test_each_role_moves_by_its_own_action(target, num_envs, cuda_device):
         assert torch.equal(env.obs["chaser"][..., 0].cpu(), 2 * pos[:, :3])
 
 
+@pytest.mark.parametrize("target", ["cpu", "cuda"])
+def test_one_function_bound_to_adjacent_groups_reads_each_groups_actions(target, cuda_device):
+    device = "cpu" if target == "cpu" else cuda_device
+    env = BatchedEnv(gp.SHARED_SPEC, 3, device=device, target=target)
+    env.reset(seed=1)
+    pos = env.state.pos.clone().cpu()
+    gen = torch.Generator().manual_seed(0)
+    for _ in range(4):
+        acts = {g: a.cpu() for g, a in env.sample_actions(gen).items()}
+        env.step({g: a.to(env.device) for g, a in acts.items()})
+        pos = _expected(pos, torch.cat([acts["chaser"], acts["hunter"]], 1), acts["runner"])
+        assert torch.equal(env.state.pos.cpu(), pos)
+
+
+def test_one_function_bound_to_adjacent_groups_is_one_call_on_a_gpu():
+    from gpu_zoo.core.compile import generate_source
+    from gpu_zoo.core.launch_shape import layout_launch_shape
+
+    layout = Layout(gp.SHARED_SPEC, gp.SHARED_SPEC.make_params())
+    source = generate_source(layout, "cuda", layout_launch_shape(layout, 64, False, 128, None, None, None))
+    step = source[source.index("def step("):source.index("def reset(")]
+    assert step.count("__chase(") == 1 and step.count("__run(") == 1
+    assert "= s.act_chaser[e, a - 0]" in step and "= s.act_hunter[e, a - 2]" in step
+
+
 def test_phases_bound_to_different_groups_share_a_stage():
     kinds = [kind for kind, _, _ in stages(Layout(gp.SPEC, gp.SPEC.make_params()))[0].items]
     grouped = [fn for kind, fn, _ in stages(Layout(gp.SPEC, gp.SPEC.make_params()))[0].items if kind == "grouped"]

@@ -104,6 +104,28 @@ def _scratch_decls(layout: Layout) -> list[str]:
             for n in layout.scratch_fields]
 
 
+def _shared_calls(layout: Layout, bound) -> list[list[tuple]]:
+    """The bound phases of a ``grouped`` stage in runs: adjacent groups calling one function with actions of one type.
+
+    The lanes of a warp hold agents of several groups; a call per group would inline one copy of a shared
+    function per group and run the copies one after another.
+    """
+    runs: list[list[tuple]] = []
+    for b in sorted(bound, key=lambda b: b[3]):
+        last = runs[-1][-1] if runs else None
+        if (last and last[0] == b[0] and last[1] == b[1] and last[4] == b[3]
+                and _action_type(layout, last[2]) == _action_type(layout, b[2])):
+            runs[-1].append(b)
+        else:
+            runs.append([b])
+    return runs
+
+
+def _action_type(layout: Layout, g: str) -> tuple:
+    gi = layout.groups[g]
+    return gi.action_dtype, tuple(gi.action_shape)
+
+
 def cuda_body(name: str, stages: Stages, layout: Layout, shape: LaunchShape, sim: bool) -> str:
     A = layout.num_agents
     tpe, epb = shape.threads_per_env, shape.envs_per_block
@@ -116,7 +138,7 @@ def cuda_body(name: str, stages: Stages, layout: Layout, shape: LaunchShape, sim
            "    ok = e < n_env", "    p = _params(s, min(e, n_env - 1))", *_scratch_decls(layout)]
     if stages.step:  # read once at the start: the step that finishes an env sets the flag
         out += ["    idle = ok and s.finished[e] != 0", "    ok = ok and not idle"]
-    for kind, fn, guard in stages.items:
+    for n, (kind, fn, guard) in enumerate(stages.items):
         cond = {"": "ok", "done": "ok and s.done[e]", "restart": "ok and s.done[e] and s.autoreset[e]",
                 "idle": "idle"}[guard]
         if kind == "agent":
@@ -134,9 +156,17 @@ def cuda_body(name: str, stages: Stages, layout: Layout, shape: LaunchShape, sim
                 first, end = min(b[3] for b in bound), max(b[4] for b in bound)
                 out += [f"    if {cond}:", f"        al = lane + {first}", f"        while al < {end}:",
                         f"            a = al & {NONNEG}"]
-                for k, (alias, scratch, g, lo, hi) in enumerate(bound):
-                    call = f"{alias}(s, p, e, a, s.act_{g}[e, a - {lo}]{_scratch_arrays(scratch)})"
-                    out += [f"            {'if' if k == 0 else 'elif'} {lo} <= a < {hi}:", f"                {call}"]
+                for k, run in enumerate(_shared_calls(layout, bound)):
+                    alias, scratch, lo, hi = run[0][0], run[0][1], run[0][3], run[-1][4]
+                    out.append(f"            {'if' if k == 0 else 'elif'} {lo} <= a < {hi}:")
+                    if len(run) == 1:
+                        act = f"s.act_{run[0][2]}[e, a - {lo}]"
+                    else:  # pick the action first: one inlined body for the run, not a diverging copy per group
+                        act = f"act{n}_{k}"  # a name per stage and run: the runs' action types may differ
+                        for j, (_, _, g, glo, ghi) in enumerate(run):
+                            head = "else:" if j == len(run) - 1 else f"{'if' if j == 0 else 'elif'} a < {ghi}:"
+                            out += [f"                {head}", f"                    {act} = s.act_{g}[e, a - {glo}]"]
+                    out.append(f"                {alias}(s, p, e, a, {act}{_scratch_arrays(scratch)})")
                 out.append(f"            al += {tpe}")
         elif kind == "env":
             out += [f"    if {cond} and lane == 0:", f"        {fn}(s, p, e)"]

@@ -121,6 +121,31 @@ def _shared_calls(layout: Layout, bound) -> list[list[tuple]]:
     return runs
 
 
+def _grouped_calls(layout: Layout, bound, name: str, ind: str) -> list[str]:
+    """Agent ``a``'s call in a ``grouped`` stage: a branch per run of `_shared_calls`, none where one run is all."""
+    runs = _shared_calls(layout, bound)
+    # no agent between runs: no range checks
+    tiled = all(r[-1][4] == q[0][3] for r, q in zip(runs[:-1], runs[1:], strict=True))
+    out = []
+    for k, run in enumerate(runs):
+        alias, scratch, lo, hi = run[0][0], run[0][1], run[0][3], run[-1][4]
+        body = ind
+        if not tiled:
+            out.append(f"{ind}{'if' if k == 0 else 'elif'} {lo} <= a < {hi}:")
+            body += "    "
+        elif len(runs) > 1:
+            out.append(f"{ind}{'else:' if k == len(runs) - 1 else ('if' if k == 0 else 'elif') + f' a < {hi}:'}")
+            body += "    "
+        act = f"s.act_{run[0][2]}[e, a - {lo}]"
+        if len(run) > 1:  # pick the action first: one inlined body for the run, not a diverging copy per group
+            act = f"{name}_{k}"  # a name per stage and run: the runs' action types may differ
+            for j, (_, _, g, glo, ghi) in enumerate(run):
+                head = "else:" if j == len(run) - 1 else f"{'if' if j == 0 else 'elif'} a < {ghi}:"
+                out += [f"{body}{head}", f"{body}    {act} = s.act_{g}[e, a - {glo}]"]
+        out.append(f"{body}{alias}(s, p, e, a, {act}{_scratch_arrays(scratch)})")
+    return out
+
+
 def _action_type(layout: Layout, g: str) -> tuple:
     gi = layout.groups[g]
     return gi.action_dtype, tuple(gi.action_shape)
@@ -154,20 +179,10 @@ def cuda_body(name: str, stages: Stages, layout: Layout, shape: LaunchShape, sim
                         f"{_scratch_arrays(scratch)})", f"            al += {tpe}"]
             else:  # the roles' agents dealt together, each to its own phase
                 first, end = min(b[3] for b in bound), max(b[4] for b in bound)
-                out += [f"    if {cond}:", f"        al = lane + {first}", f"        while al < {end}:",
-                        f"            a = al & {NONNEG}"]
-                for k, run in enumerate(_shared_calls(layout, bound)):
-                    alias, scratch, lo, hi = run[0][0], run[0][1], run[0][3], run[-1][4]
-                    out.append(f"            {'if' if k == 0 else 'elif'} {lo} <= a < {hi}:")
-                    if len(run) == 1:
-                        act = f"s.act_{run[0][2]}[e, a - {lo}]"
-                    else:  # pick the action first: one inlined body for the run, not a diverging copy per group
-                        act = f"act{n}_{k}"  # a name per stage and run: the runs' action types may differ
-                        for j, (_, _, g, glo, ghi) in enumerate(run):
-                            head = "else:" if j == len(run) - 1 else f"{'if' if j == 0 else 'elif'} a < {ghi}:"
-                            out += [f"                {head}", f"                    {act} = s.act_{g}[e, a - {glo}]"]
-                    out.append(f"                {alias}(s, p, e, a, {act}{_scratch_arrays(scratch)})")
-                out.append(f"            al += {tpe}")
+                start = f"lane + {first}" if first else "lane"
+                out += [f"    if {cond}:", f"        al = {start}", f"        while al < {end}:",
+                        f"            a = al & {NONNEG}", *_grouped_calls(layout, bound, f"act{n}", "            "),
+                        f"            al += {tpe}"]
         elif kind == "env":
             out += [f"    if {cond} and lane == 0:", f"        {fn}(s, p, e)"]
         elif kind == "item":

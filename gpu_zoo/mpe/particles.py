@@ -310,20 +310,6 @@ def others_relative(s, p, e, a, k):
 
 
 @kernel_fn
-def other_relative(s, p, e, a, k):
-    """``other_pos`` under MPE2's partial observability: the (k // 2)-th nearest other agent, zero past their count.
-
-    Without ``p.nearest_agents``, the (k // 2)-th in agent order (`others_relative`).
-    """
-    if p.nearest_agents:
-        j = nearest(s, e, a, 0, p.num_agents, k // 2)
-        if j < 0:
-            return np.float32(0.0)
-        return relative(s, e, a, j, k % 2)
-    return others_relative(s, p, e, a, k)
-
-
-@kernel_fn
 def goal_relative(s, p, e, a, k):
     """``goal_rel_pos`` of a scenario whose state names one goal entity per env (``s.goal``)."""
     return relative(s, e, a, s.goal[e], k)

@@ -46,13 +46,13 @@ from gpu_zoo.core.params import check_count
 from gpu_zoo.mpe import particles
 from gpu_zoo.mpe.particles import (
     distance,
-    goal_relative,
     integrate,
     landmark_relative,
     move_continuous,
     move_discrete,
-    other_relative,
+    nearest,
     place_landmarks_and_goal,
+    relative,
     spawn,
 )
 from gpu_zoo.mpe.scenario import check_common, check_neighbors, move_space
@@ -88,11 +88,9 @@ def observed(p: SimpleAdversaryParams) -> tuple[int, int]:
 
 def groups(p: SimpleAdversaryParams) -> tuple[Group, ...]:
     L, K = observed(p)
-    seen = (ObsBlock("landmark_rel_pos", 2 * L, fill=landmark_relative),
-            ObsBlock("other_rel_pos", 2 * K, fill=other_relative))
+    seen = (ObsBlock("landmark_rel_pos", 2 * L), ObsBlock("other_rel_pos", 2 * K))
     act = move_space(p.continuous_actions)
-    return (Group("adversary", 1, seen, act),
-            Group("agent", p.N, (ObsBlock("goal_rel_pos", 2, fill=goal_relative), *seen), act))
+    return (Group("adversary", 1, seen, act), Group("agent", p.N, (ObsBlock("goal_rel_pos", 2), *seen), act))
 
 
 def world(p: SimpleAdversaryParams) -> particles.World:
@@ -131,6 +129,32 @@ def reward_agent(s, p, e, a, act):
     s.rew[e, a] = np.float32(-best + distance(s, e, p.adversary_lo, g))
 
 
+@kernel_fn
+def observe(s, p, e, a, i):
+    """Element i of MPE2's observation of agent a.
+
+    One function rather than the blocks' fills: every block is an entity's relative position, so the
+    blocks pick the entity and share one load; the fills' form measured 0.98x on an H200 and an H100
+    (36 PTX instructions more).
+    """
+    k = i
+    if a >= p.agent_lo:
+        if k < 2:
+            return relative(s, e, a, s.goal[e], k)
+        k -= 2
+    if k < 2 * p.observed_landmarks:
+        return landmark_relative(s, p, e, a, k)
+    k -= 2 * p.observed_landmarks
+    j = k // 2
+    if p.nearest_agents:
+        j = nearest(s, e, a, 0, p.num_agents, j)
+        if j < 0:
+            return np.float32(0.0)
+    elif j >= a:
+        j += 1  # the (k//2)-th agent other than a
+    return relative(s, e, a, j, k % 2)
+
+
 def step(p: SimpleAdversaryParams) -> tuple:
     move = move_continuous if p.continuous_actions else move_discrete
     return (PerAgent(move, group="adversary"), PerAgent(move, group="agent"), PerAgent(integrate),
@@ -150,7 +174,7 @@ SPEC = EnvSpec(
     fields=fields,
     reset=(PerAgent(spawn), PerEnv(place_landmarks_and_goal)),
     step=step,
-    observe=(PerObs(),),
+    observe=(PerObs(observe),),
     constants=constants,
     render=render,
     module=__name__,

@@ -47,9 +47,8 @@ from gpu_zoo.mpe.particles import (
     discrete_force,
     distance,
     integrate,
-    landmarks_relative,
-    own_vel,
     place_landmarks,
+    relative,
     spawn,
 )
 from gpu_zoo.mpe.scenario import check_common
@@ -80,9 +79,8 @@ class SimpleReferenceParams:
 def groups(p: SimpleReferenceParams) -> tuple[Group, ...]:
     act = (gymnasium.spaces.Box(0.0, 1.0, (MOVES + DIM_C,), np.float32) if p.continuous_actions
            else gymnasium.spaces.Discrete(MOVES * DIM_C))
-    obs = (ObsBlock("self_vel", 2, fill=own_vel),
-           ObsBlock("landmark_rel_pos", 2 * NUM_LANDMARKS, fill=landmarks_relative),
-           ObsBlock("goal_color", 3, fill=goal_color), ObsBlock("other_comm", DIM_C, fill=other_comm))
+    obs = (ObsBlock("self_vel", 2), ObsBlock("landmark_rel_pos", 2 * NUM_LANDMARKS), ObsBlock("goal_color", 3),
+           ObsBlock("other_comm", DIM_C))
     return (Group("agent", NUM_AGENTS, obs, act),)
 
 
@@ -146,15 +144,21 @@ def reward(s, p, e, a):
 
 
 @kernel_fn
-def goal_color(s, p, e, a, c):
-    """The colour of the landmark the agent knows of, the other's goal."""
-    return np.float32(_LIT if c == s.goal[e, a] - p.num_agents else _DIM)
+def observe(s, p, e, a, i):
+    """Element i of MPE2's observation of agent a.
 
-
-@kernel_fn
-def other_comm(s, p, e, a, c):
-    """The other agent's word of the last step."""
-    return np.float32(s.message[e, 1 - a, c])
+    One function rather than the blocks' fills: the landmarks and the velocity share one load path
+    here, and the fills' form measured 0.98x on an H200 (19 PTX instructions more).
+    """
+    if i < 2:
+        return np.float32(s.vel_x[e, a] if i == 0 else s.vel_y[e, a])
+    k = i - 2
+    if k < 2 * NUM_LANDMARKS:
+        return relative(s, e, a, p.num_agents + k // 2, k % 2)
+    k -= 2 * NUM_LANDMARKS
+    if k < 3:
+        return np.float32(_LIT if k == s.goal[e, a] - p.num_agents else _DIM)
+    return np.float32(s.message[e, 1 - a, k - 3])
 
 
 def _landmark_color(j: int) -> tuple[float, float, float]:
@@ -177,7 +181,7 @@ SPEC = EnvSpec(
     reset=(PerAgent(spawn_silent), PerEnv(draw_goals)),
     step=lambda p: (PerAgent(read_continuous_action if p.continuous_actions else read_discrete_action, group="agent"),
                     PerAgent(integrate), PerAgent(reward)),
-    observe=(PerObs(),),
+    observe=(PerObs(observe),),
     constants=constants,
     render=render,
     module=__name__,

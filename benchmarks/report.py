@@ -398,18 +398,28 @@ def jaxmarl_outputs_section(results: str | Path) -> list[str]:
 
 
 def cold_start_section(results: str | Path) -> list[str]:
-    """From ``make`` to the end of the first step, cold and warm, from `benchmarks.cold_start`'s records."""
-    latest = {}
+    """From ``make`` to the end of the first step, cold and warm, from `benchmarks.cold_start`'s records.
+
+    Each configuration on each device shows its newest cold and warm pair only.
+    """
+    runs = {}
     for path in sorted(Path(results).glob("cold_start_*.jsonl")):
         for line in path.read_text().splitlines():
             if line.strip():
                 r = json.loads(line)
                 if r.get("profiled"):  # slowed by the profiler: its tables are read, not its times
                     continue
-                latest[(path.name, r["env_id"], json.dumps(r["params"], sort_keys=True), r["cache"])] = r
-    pairs = defaultdict(dict)
-    for (f, env_id, params, cache), r in latest.items():
-        pairs[(f, env_id, params)][cache] = r
+                runs[(path.name, r["env_id"], json.dumps(r["params"], sort_keys=True), r["cache"])] = r
+    by_file = defaultdict(dict)
+    for (f, env_id, params, cache), r in runs.items():
+        by_file[(f, env_id, params)][cache] = r
+    pairs = {}
+    for (f, env_id, params), by in by_file.items():
+        if {"cold", "warm"} <= by.keys():
+            key = (env_id, params, by["cold"]["device"])
+            if key not in pairs or by["cold"]["date"] > pairs[key][1]["cold"]["date"]:
+                pairs[key] = (f, by)
+    pairs = {(f, env_id, params): by for (env_id, params, _), (f, by) in pairs.items()}
     lines = ["## Cold start", "",
              "From `gpu_zoo.make(env_id, num_envs=4, device=...)` to the end of the first `step`, each in a fresh "
              "process (`python -m benchmarks.cold_start`): *cold* with empty kernel caches (a user's first run), "

@@ -185,17 +185,16 @@ def reward_runner(s, p, e, a, act):
 
 
 @kernel_fn
-def nearest_runner(s, p, e, a, act):
-    """Partial observation: a tagger sees the nearest runner in sight."""
-    if not p.use_full_observation:
-        s.target[e, a] = nearest_in_sight(s, e, a, p.runner_lo, p.runner_hi)
+def find_target(s, p, e, a):
+    """Partial observation: a tagger sees the nearest runner in sight, a runner the nearest tagger.
 
-
-@kernel_fn
-def nearest_tagger(s, p, e, a, act):
-    """Partial observation: a runner sees the nearest tagger in sight."""
-    if not p.use_full_observation:
-        s.target[e, a] = nearest_in_sight(s, e, a, p.tagger_lo, p.tagger_hi)
+    One function for both roles, which differ only in the range searched: on a GPU an env's
+    taggers and runner share a warp, and one body keeps them on one path.
+    """
+    if p.use_full_observation:
+        return
+    lo, hi = (p.runner_lo, p.runner_hi) if a < p.tagger_hi else (p.tagger_lo, p.tagger_hi)
+    s.target[e, a] = nearest_in_sight(s, e, a, lo, hi)
 
 
 @kernel_fn
@@ -272,7 +271,7 @@ SPEC = EnvSpec(
     reset=(PerAgent(spawn), PerEnv(start)),
     step=(PerAgent(move, group="tagger"), PerAgent(move, group="runner"), PerAgent(detect_tags, group="runner"),
           PerEnv(count_tags), PerAgent(reward_tagger, group="tagger"), PerAgent(reward_runner, group="runner")),
-    observe=(PerAgent(nearest_runner, group="tagger"), PerAgent(nearest_tagger, group="runner"), PerObs(observe)),
+    observe=(PerAgent(find_target), PerObs(observe)),
     constants=constants,
     render=render,
     module=__name__,

@@ -209,14 +209,6 @@ def constants(p: TagParams) -> dict:
 
 # ------------------------------------------------------------------ phases
 @kernel_fn
-def _actions(s, p, e, a):
-    """(acceleration index, turn index) of agent a."""
-    if a < p.tagger_hi:
-        return s.act_tagger[e, a, 0], s.act_tagger[e, a, 1]
-    return s.act_runner[e, a - p.runner_lo, 0], s.act_runner[e, a - p.runner_lo, 1]
-
-
-@kernel_fn
 def _level(idx, lo, hi, levels):
     """Index 0 -> no change; index i -> value i-1 of `levels` evenly spaced in [lo, hi].
 
@@ -254,13 +246,18 @@ def start(s, p, e):
 
 
 @kernel_fn
-def move(s, p, e, a):
+def move(s, p, e, a, act):
+    """One agent's move, ``act`` its (acceleration index, turn index); bound to both groups.
+
+    One function for both roles, which differ only in constants: a warp's taggers and runners
+    stay on one path (`gpu_zoo.core.codegen_cuda`: one call for a function bound to adjacent groups).
+    """
     if not s.alive[e, a]:
         # Out of the game: stopped where it was tagged, facing heading 0 (as WarpDrive's step
         # multiplies heading and speed by its still-in-the-game flag).
         s.speed[e, a], s.acceleration[e, a], s.heading[e, a] = _ZERO, _ZERO, _ZERO
         return
-    acc_idx, turn_idx = _actions(s, p, e, a)
+    acc_idx, turn_idx = act[0], act[1]
     is_tagger = a < p.tagger_hi
     skill = p.skill_level_tagger if is_tagger else p.skill_level_runner
     top = p.max_speed * skill
@@ -286,10 +283,10 @@ def move(s, p, e, a):
 
 
 @kernel_fn
-def find_tagger(s, p, e, a):
+def find_tagger(s, p, e, a, act):
     """A runner in the game finds its nearest tagger (lowest index on ties) and checks the tag."""
     s.tagged_by[e, a] = -1
-    if a < p.runner_lo or not s.alive[e, a]:
+    if not s.alive[e, a]:
         return
     x, y = s.pos_x[e, a], s.pos_y[e, a]
     best, best_d2 = -1, _ZERO
@@ -304,16 +301,19 @@ def find_tagger(s, p, e, a):
 
 
 @kernel_fn
-def apply_tags(s, p, e, a):
-    """Runners take their own tag penalty; each tagger counts the runners it tagged."""
-    if a < p.tagger_hi:
-        n = 0
-        for r in range(p.runner_lo, p.runner_hi):
-            if s.tagged_by[e, r] == a:
-                n += 1
-        s.tags[e, a] = n
-        s.rew[e, a] += np.float32(n) * p.tag_reward_for_tagger
-        return
+def count_tags(s, p, e, a, act):
+    """A tagger counts the runners it tagged this step, and is paid for each."""
+    n = 0
+    for r in range(p.runner_lo, p.runner_hi):
+        if s.tagged_by[e, r] == a:
+            n += 1
+    s.tags[e, a] = n
+    s.rew[e, a] += np.float32(n) * p.tag_reward_for_tagger
+
+
+@kernel_fn
+def take_tag(s, p, e, a, act):
+    """A tagged runner takes its penalty (and leaves the game where the env says so); a survivor's end reward."""
     if s.tagged_by[e, a] >= 0:
         s.rew[e, a] += p.tag_penalty_for_runner
         if p.runner_exits_game_after_tagged:
@@ -674,7 +674,10 @@ SPEC = EnvSpec(
     groups=groups,
     fields=fields,
     reset=(PerAgent(spawn), PerEnv(start)),
-    step=(PerAgent(move), PerAgent(find_tagger), PerAgent(apply_tags), PerEnv(count_runners)),
+    # take_tag follows find_tagger in a stage of its own (the same group again): count_tags, beside it, reads
+    # every runner's tagged_by
+    step=(PerAgent(move, group="tagger"), PerAgent(move, group="runner"), PerAgent(find_tagger, group="runner"),
+          PerAgent(take_tag, group="runner"), PerAgent(count_tags, group="tagger"), PerEnv(count_runners)),
     observe=observe_phases,
     constants=constants,
     render=render,

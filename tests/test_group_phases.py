@@ -20,18 +20,24 @@ def _expected(start, chaser_acts, runner_acts):
     return pos
 
 
+def _play(spec, target, num_envs, cuda_device, steps=4):
+    """Reset, then yield (the actions taken on the host, the env, the positions before) for each step."""
+    device = "cpu" if target == "cpu" else cuda_device
+    env = BatchedEnv(spec, num_envs, device=device, target=target)
+    env.reset(seed=1)
+    gen = torch.Generator().manual_seed(0)
+    for _ in range(steps):
+        pos = env.state.pos.clone().cpu()
+        acts = {g: a.cpu() for g, a in env.sample_actions(gen).items()}
+        env.step({g: a.to(env.device) for g, a in acts.items()})
+        yield acts, env, pos
+
+
 @pytest.mark.parametrize("target,num_envs", [("cpu", 3), ("cpu", 12), ("cuda", 3)],
                          ids=["cpu_serial", "cpu_parallel", "cuda_target"])
 def test_each_role_moves_by_its_own_action(target, num_envs, cuda_device):
-    device = "cpu" if target == "cpu" else cuda_device
-    env = BatchedEnv(gp.SPEC, num_envs, device=device, target=target)
-    env.reset(seed=1)
-    pos = env.state.pos.clone().cpu()
-    gen = torch.Generator().manual_seed(0)
-    for _ in range(4):
-        acts = {g: a.cpu() for g, a in env.sample_actions(gen).items()}
-        env.step({g: a.to(env.device) for g, a in acts.items()})
-        pos = _expected(pos, acts["chaser"], acts["runner"])
+    for acts, env, before in _play(gp.SPEC, target, num_envs, cuda_device):
+        pos = _expected(before, acts["chaser"], acts["runner"])
         assert torch.equal(env.state.pos.cpu(), pos)
         assert torch.equal(env.obs["runner"][..., 0].cpu(), pos[:, 3:])
         assert torch.equal(env.obs["chaser"][..., 0].cpu(), 2 * pos[:, :3])
@@ -39,15 +45,8 @@ def test_each_role_moves_by_its_own_action(target, num_envs, cuda_device):
 
 @pytest.mark.parametrize("target", ["cpu", "cuda"])
 def test_one_function_bound_to_adjacent_groups_reads_each_groups_actions(target, cuda_device):
-    device = "cpu" if target == "cpu" else cuda_device
-    env = BatchedEnv(gp.SHARED_SPEC, 3, device=device, target=target)
-    env.reset(seed=1)
-    pos = env.state.pos.clone().cpu()
-    gen = torch.Generator().manual_seed(0)
-    for _ in range(4):
-        acts = {g: a.cpu() for g, a in env.sample_actions(gen).items()}
-        env.step({g: a.to(env.device) for g, a in acts.items()})
-        pos = _expected(pos, torch.cat([acts["chaser"], acts["hunter"]], 1), acts["runner"])
+    for acts, env, before in _play(gp.SHARED_SPEC, target, 3, cuda_device):
+        pos = _expected(before, torch.cat([acts["chaser"], acts["hunter"]], 1), acts["runner"])
         assert torch.equal(env.state.pos.cpu(), pos)
 
 

@@ -245,6 +245,14 @@ def nearest(s, e, a, lo, hi, k):
 
 
 @kernel_fn
+def other_agent(s, p, e, a, j):
+    """The j-th agent other than a (by distance where ``p.nearest_agents``), or -1 where there is none."""
+    if p.nearest_agents:
+        return nearest(s, e, a, 0, p.num_agents, j)
+    return j + 1 if j >= a else j
+
+
+@kernel_fn
 def relative(s, e, a, j, axis):
     """Coordinate ``axis`` of entity j's position relative to agent a, as an observation (float32)."""
     if axis == 0:

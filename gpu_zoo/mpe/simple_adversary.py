@@ -50,7 +50,7 @@ from gpu_zoo.mpe.particles import (
     landmark_relative,
     move_continuous,
     move_discrete,
-    nearest,
+    other_agent,
     place_landmarks_and_goal,
     relative,
     spawn,
@@ -145,13 +145,9 @@ def observe(s, p, e, a, i):
     if k < 2 * p.observed_landmarks:
         return landmark_relative(s, p, e, a, k)
     k -= 2 * p.observed_landmarks
-    j = k // 2
-    if p.nearest_agents:
-        j = nearest(s, e, a, 0, p.num_agents, j)
-        if j < 0:
-            return np.float32(0.0)
-    elif j >= a:
-        j += 1  # the (k//2)-th agent other than a
+    j = other_agent(s, p, e, a, k // 2)
+    if j < 0:
+        return np.float32(0.0)
     return relative(s, e, a, j, k % 2)
 
 

@@ -6,10 +6,17 @@ from .layout import Layout
 from .plan import Stages, block_runs, bound_groups, field_args, state_tuple
 from .tuning import ONE_OBS_LOOP_ELEMENTS
 
+CPU_HELPER = "@njit(cache=True, _nrt=False, error_model='numpy', no_cpython_wrapper=True, no_cfunc_wrapper=True)"
+"""Decorator of a generated function only the drivers call (the params, an element stage).
+
+No Python wrapper: one that unpacks the state tuple, every field's array, cost about a second
+of compile time a helper (`gpu_zoo.core.tuning.GENERATED_CODE`).
+"""
+
 
 def _cpu_elem_helper(name: str, target: str, value: str, observed: bool, by_block: bool, layout: Layout) -> str:
     """An element stage as its own function: inlined in the parfor body it computes wrong values."""
-    out = ["@njit(cache=True, _nrt=False, error_model='numpy')", f"def {name}(s, p, e):"]
+    out = [CPU_HELPER, f"def {name}(s, p, e):"]
     # A value naming no group (``{g}``) is one function for every group: worth one loop when the rows are long.
     if "{g}" not in value and not by_block and len(layout.groups) > 1 and layout.obs_elements >= ONE_OBS_LOOP_ELEMENTS:
         return "\n".join(out + _one_loop_for_every_group(target, value, observed, layout))
@@ -59,25 +66,32 @@ def _one_loop_for_every_group(target: str, value: str, observed: bool, layout: L
     return out
 
 
-def cpu_body(name: str, stages: Stages, layout: Layout, helpers: dict) -> str:
-    """The CPU drivers of one kernel: ``name`` runs the envs in parallel, ``name_serial`` in order.
+def cpu_drivers(step: Stages, reset: Stages, layout: Layout, helpers: dict) -> str:
+    """The CPU drivers: ``step`` and ``reset`` run the envs in parallel, ``step_serial`` and ``reset_serial`` in order.
 
     A parallel launch wakes the thread pool, about 120 us on a 2-core machine: a hundred times a
-    step of one small env, which is what the PettingZoo face runs. Both keep the env's body inline
-    in their loop: Numba optimises a function's code again in every caller it is linked into, so a
-    function of one env called by the serial loop cost more compile time for no speed
-    (`gpu_zoo.core.tuning.GENERATED_CODE`). Numba compiles each driver only when
-    it is first called. Element stages become functions in ``helpers``, shared by the
-    module's kernels: a stage that appears in both (the observation) is compiled once.
+    step of one small env, which is what the PettingZoo face runs. Step and reset are one
+    compiled driver each way, told apart by a run-time flag: every reset phase is in the step
+    already (its auto-reset), and Numba types, links and optimises each driver's whole call tree
+    again, so a separate reset driver compiled it all a second time
+    (`gpu_zoo.core.tuning.GENERATED_CODE`). Both keep the env's body inline in their loop: a
+    function of one env called by the serial loop cost more compile time for no speed. Numba
+    compiles each driver only when it is first called. Element stages become functions in
+    ``helpers``, shared by both stage lists: a stage that appears in both (the observation) is compiled once.
     """
     args = field_args(layout)
     # The state tuple is built inside the loop: a namedtuple crossing into a parfor body fails to lower.
-    head = [f"s = {state_tuple(layout)}", "p = _params(s, e)", *_cpu_stages(stages, layout, helpers)]
-    out = ["@njit(parallel=True, cache=True, _nrt=False, error_model='numpy')", f"def {name}({args}):",
-           "    for e in prange(f_t.shape[0]):", *("        " + line for line in head),
-           "", "", "@njit(cache=True, _nrt=False, error_model='numpy')", f"def {name}_serial({args}):",
-           "    for e in range(f_t.shape[0]):", *("        " + line for line in head)]
-    return "\n".join(out)
+    head = [f"s = {state_tuple(layout)}", "p = _params(s, e)", "if resetting:",
+            *("    " + line for line in _cpu_stages(reset, layout, helpers)), "else:",
+            *("    " + line for line in _cpu_stages(step, layout, helpers))]
+    out = []
+    for driver, deco, loop in (("_drive", "parallel=True, ", "prange"), ("_drive_serial", "", "range")):
+        out += [f"@njit({deco}cache=True, _nrt=False, error_model='numpy')", f"def {driver}(resetting, {args}):",
+                f"    for e in {loop}(f_t.shape[0]):", *("        " + line for line in head), "", ""]
+    for name, flag in (("step", False), ("reset", True)):
+        for suffix in ("", "_serial"):
+            out += [f"def {name}{suffix}(*fields):", f"    _drive{suffix}({flag}, *fields)", "", ""]
+    return "\n".join(out).rstrip() + "\n"
 
 
 def _cpu_stages(stages: Stages, layout: Layout, helpers: dict) -> list[str]:

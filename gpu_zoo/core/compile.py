@@ -30,7 +30,7 @@ import numpy as np
 from . import episode as _episode
 from . import rebuild as _rebuild
 from . import rng as _rng
-from .codegen_cpu import cpu_body
+from .codegen_cpu import CPU_HELPER, cpu_drivers
 from .codegen_cuda import cuda_body
 from .launch_shape import LaunchShape
 from .layout import LIVE_INT_PARAMS, Layout
@@ -115,7 +115,7 @@ def generate_source(layout: Layout, target: str, shape: LaunchShape | None) -> s
     sim = target == "cudasim"
     cuda = target != "cpu"
     wrap = "plain" if sim else "cuda_device"
-    deco = {"cpu": "@njit(cache=True, _nrt=False, error_model='numpy')", "cudasim": "",
+    deco = {"cpu": CPU_HELPER, "cudasim": "",
             "cuda": "@cuda.jit(device=True, forceinline=True)"}[target]
     params_src, param_names = _params_source(layout, deco)
     layout.scratch_fields  # noqa: B018 - checks the scratch names on every target
@@ -145,8 +145,8 @@ def generate_source(layout: Layout, target: str, shape: LaunchShape | None) -> s
              *(ladder_source(name, ladder, ladder_deco[target]) for name, ladder in sorted(ladders.items()))]
     if target == "cpu":
         helpers: dict = {}
-        bodies = [cpu_body("step", step, layout, helpers), cpu_body("reset", reset, layout, helpers)]
-        parts += [src for _, src in helpers.values()] + bodies
+        drivers = cpu_drivers(step, reset, layout, helpers)
+        parts += [src for _, src in helpers.values()] + [drivers]
     elif shape.split_observe:
         phases, observe, finished = step_kernels(layout)
         parts += [cuda_body("step_phases", phases, layout, shape.for_phases(), sim),

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .layout import Layout
-from .plan import Stages, block_runs, bound_groups, field_args, state_tuple
+from .plan import Stages, block_runs, bound_groups, field_args, restart_tail, state_tuple
 from .tuning import ONE_OBS_LOOP_ELEMENTS
 
 CPU_HELPER = "@njit(cache=True, _nrt=False, error_model='numpy', no_cpython_wrapper=True, no_cfunc_wrapper=True)"
@@ -78,12 +78,20 @@ def cpu_drivers(step: Stages, reset: Stages, layout: Layout, helpers: dict) -> s
     function of one env called by the serial loop cost more compile time for no speed. Numba
     compiles each driver only when it is first called. Element stages become functions in
     ``helpers``, shared by both stage lists: a stage that appears in both (the observation) is compiled once.
+
+    The reset's last stages (the env's reset phases, the observation) are the step's auto-reset:
+    written once, after both branches, for an env resetting or restarting (`plan.restart_tail`).
     """
     args = field_args(layout)
+    n = restart_tail(step, reset)
+    tail = _cpu_stages(reset.items[len(reset.items) - n:], False, layout, helpers)
     # The state tuple is built inside the loop: a namedtuple crossing into a parfor body fails to lower.
-    head = [f"s = {state_tuple(layout)}", "p = _params(s, e)", "if resetting:",
-            *("    " + line for line in _cpu_stages(reset, layout, helpers)), "else:",
-            *("    " + line for line in _cpu_stages(step, layout, helpers))]
+    head = [f"s = {state_tuple(layout)}", "p = _params(s, e)", "restart = resetting", "if resetting:",
+            *("    " + line for line in _cpu_stages(reset.items[:len(reset.items) - n], False, layout, helpers)),
+            "else:", *("    " + line for line in _cpu_stages(step.items[:len(step.items) - n], True, layout, helpers)),
+            # read where the tail starts, as each of its stages would: the phases before may end the episode
+            "    restart = not idle and s.done[e] != 0 and s.autoreset[e] != 0" if n else "    pass",
+            *(["if restart:", *("    " + line for line in tail)] if n else [])]
     out = []
     for driver, deco, loop in (("_drive", "parallel=True, ", "prange"), ("_drive_serial", "", "range")):
         out += [f"@njit({deco}cache=True, _nrt=False, error_model='numpy')", f"def {driver}(resetting, {args}):",
@@ -94,14 +102,14 @@ def cpu_drivers(step: Stages, reset: Stages, layout: Layout, helpers: dict) -> s
     return "\n".join(out).rstrip() + "\n"
 
 
-def _cpu_stages(stages: Stages, layout: Layout, helpers: dict) -> list[str]:
-    """The body of one env's kernel on the CPU, unindented: the stages in order."""
+def _cpu_stages(items: list, step: bool, layout: Layout, helpers: dict) -> list[str]:
+    """Stages of one env on the CPU, unindented, in order; a step's (``step``) skip the finished envs."""
     A = layout.num_agents
-    out = ["idle = s.finished[e] != 0"] if stages.step else []
-    running = ["not idle"] if stages.step else []
+    out = ["idle = s.finished[e] != 0"] if step else []
+    running = ["not idle"] if step else []
     conditions = {"idle": "idle", "": " and ".join(running), "done": " and ".join([*running, "s.done[e]"]),
                   "restart": " and ".join([*running, "s.done[e]", "s.autoreset[e]"])}
-    for kind, fn, guard in stages.items:
+    for kind, fn, guard in items:
         ind = ""
         if conditions[guard]:
             out.append(f"if {conditions[guard]}:")

@@ -228,6 +228,21 @@ def _reset_stages(layout: Layout) -> Stages:
     return reset
 
 
+def restart_tail(step: Stages, reset: Stages) -> int:
+    """How many of the reset's last stages the step runs too, as its auto-reset (guard ``"restart"``).
+
+    Both end with the env's reset phases and the observation; a driver that holds both kernels
+    runs that tail once, for a reset or for a restart.
+    """
+    n = 0
+    while n < min(len(step.items), len(reset.items)):
+        (ks, fs, gs), (kr, fr, gr) = step.items[-1 - n], reset.items[-1 - n]
+        if gs != "restart" or gr != "" or (ks, fs) != (kr, fr):
+            break
+        n += 1
+    return n
+
+
 def field_args(layout: Layout) -> str:
     """Kernel parameters: one array per field (structs from the kernel's parameter space, no reshapes)."""
     return ", ".join(f"f_{n}" for n in layout.fields)

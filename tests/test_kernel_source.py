@@ -42,3 +42,14 @@ def test_bad_requests_are_refused_naming_what_was_expected(args, message, capsys
     with pytest.raises(SystemExit):
         main(["show-kernel", "simple_tag_v3", *args])
     assert message in capsys.readouterr().err
+
+
+def test_the_cpu_driver_holds_each_reset_phase_once_for_a_reset_and_an_auto_reset():
+    """Step and reset share one CPU driver, which writes the env's reset phases and observation once."""
+    src = kernel_source("gather_trade_build_v0", "cpu", 4)
+    driver = src.split("def _drive_serial(", 1)[1].split("\ndef ", 1)[0]
+    assert driver.count("gather_trade_build__reset_tile(") == 1
+    # the observation: once after the step's phases, once after a reset or restart
+    assert driver.count("gather_trade_build__sort_incomes(") == 2
+    assert "episode__reset_env(" in driver and "episode__restart_env(" in driver
+    assert "def step(" in src and "def reset_serial(" in src

@@ -52,4 +52,4 @@ def test_the_cpu_driver_holds_each_reset_phase_once_for_a_reset_and_an_auto_rese
     # the observation: once after the step's phases, once after a reset or restart
     assert driver.count("gather_trade_build__sort_incomes(") == 2
     assert "episode__reset_env(" in driver and "episode__restart_env(" in driver
-    assert "def step(" in src and "def reset_serial(" in src
+    assert "\nstep = partial(_drive, False)" in src and "\nreset_serial = partial(_drive_serial, True)" in src

@@ -84,22 +84,28 @@ def cpu_drivers(step: Stages, reset: Stages, layout: Layout, helpers: dict) -> s
     """
     args = field_args(layout)
     n = restart_tail(step, reset)
-    tail = _cpu_stages(reset.items[len(reset.items) - n:], False, layout, helpers)
+    reset_own = _cpu_stages(reset.items[:len(reset.items) - n], False, layout, helpers)
+    step_own = _cpu_stages(step.items[:len(step.items) - n], True, layout, helpers)
+    if n:  # read where the tail starts, as each of its stages would: the phases before may end the episode
+        step_own.append("restart = not idle and s.done[e] != 0 and s.autoreset[e] != 0")
     # The state tuple is built inside the loop: a namedtuple crossing into a parfor body fails to lower.
-    head = [f"s = {state_tuple(layout)}", "p = _params(s, e)", "restart = resetting", "if resetting:",
-            *("    " + line for line in _cpu_stages(reset.items[:len(reset.items) - n], False, layout, helpers)),
-            "else:", *("    " + line for line in _cpu_stages(step.items[:len(step.items) - n], True, layout, helpers)),
-            # read where the tail starts, as each of its stages would: the phases before may end the episode
-            "    restart = not idle and s.done[e] != 0 and s.autoreset[e] != 0" if n else "    pass",
-            *(["if restart:", *("    " + line for line in tail)] if n else [])]
+    head = [f"s = {state_tuple(layout)}", "p = _params(s, e)", *(["restart = resetting"] if n else []),
+            "if resetting:", *_indented(reset_own), "else:", *_indented(step_own)]
+    if n:
+        head += ["if restart:", *_indented(_cpu_stages(reset.items[len(reset.items) - n:], False, layout, helpers))]
     out = []
     for driver, deco, loop in (("_drive", "parallel=True, ", "prange"), ("_drive_serial", "", "range")):
         out += [f"@njit({deco}cache=True, _nrt=False, error_model='numpy')", f"def {driver}(resetting, {args}):",
                 f"    for e in {loop}(f_t.shape[0]):", *("        " + line for line in head), "", ""]
-    for name, flag in (("step", False), ("reset", True)):
-        for suffix in ("", "_serial"):
-            out += [f"def {name}{suffix}(*fields):", f"    _drive{suffix}({flag}, *fields)", "", ""]
-    return "\n".join(out).rstrip() + "\n"
+    # C-level partials: the PettingZoo face calls a step per env step, and a Python function would add a frame
+    out += [f"{name}{suffix} = partial(_drive{suffix}, {flag})"
+            for name, flag in (("step", False), ("reset", True)) for suffix in ("", "_serial")]
+    return "\n".join(out) + "\n"
+
+
+def _indented(lines: list[str]) -> list[str]:
+    """A block's body: ``lines`` one level in, or ``pass`` where there are none."""
+    return ["    " + line for line in lines] or ["    pass"]
 
 
 def _cpu_stages(items: list, step: bool, layout: Layout, helpers: dict) -> list[str]:

@@ -1,4 +1,4 @@
-r"""An env's CUDA step kernel as PTX, with ptxas's register and spill report, on a machine without a GPU.
+r"""An env's CUDA step kernel (with its reset) as PTX, with ptxas's register and spill report, on a machine without a GPU.
 
     pip install "numba-cuda[cu12]"     # NVVM and ptxas as wheels; no driver needed
     python -m benchmarks.ptx tag_continuous_v0 --kw num_taggers=50 num_runners=950 \
@@ -25,6 +25,8 @@ def main(argv=None):
     ap.add_argument("--num-envs", type=int, default=2000, help="sizes the default launch shape")
     ap.add_argument("--tpe", type=int, default=None, help="threads per env (default: the env's choice)")
     ap.add_argument("--max-registers", type=int, default=None, help="ptxas register cap to report")
+    ap.add_argument("--kernel", default="drive", help="drive (a step and a reset), or step_phases, step_observe, "
+                    "step_finished where the step is split")
     ap.add_argument("--cc", default="9.0", help="compute capability (default 9.0, Hopper)")
     ap.add_argument("--out", default=None, help="write the PTX here")
     args = ap.parse_args(argv)
@@ -32,8 +34,8 @@ def main(argv=None):
     from gpu_zoo.testing.cuda_compile import kernel_ptx
 
     cc = tuple(int(x) for x in args.cc.split("."))
-    ptx, shape = kernel_ptx(args.env_id, "step", args.num_envs, cc, args.tpe, **_kwargs(args.kw))
-    path = Path(args.out or f"/tmp/{args.env_id}_step.ptx")
+    ptx, shape = kernel_ptx(args.env_id, args.kernel, args.num_envs, cc, args.tpe, **_kwargs(args.kw))
+    path = Path(args.out or f"/tmp/{args.env_id}_{args.kernel}.ptx")
     path.write_text(ptx)
     body = [ln for ln in ptx.splitlines() if ln.strip() and not ln.strip().startswith(("//", ".", "$", "{", "}"))]
     print(f"{args.env_id} {shape}: {len(body)} PTX instructions -> {path}")

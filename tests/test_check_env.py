@@ -22,6 +22,6 @@ def test_a_defective_env_is_told_each_defect(monkeypatch):
     assert "- spaces and buffers: AssertionError: a walker observation outside Box(0.0, 1.0" in report
     assert "- pettingzoo: AssertionError: Out of bounds observation" in report  # PettingZoo's own test sees it too
     if nvvm_available():
-        assert "failed 3 of 8 checks" in report and "kernel 'step' does not compile" in report
+        assert "failed 3 of 8 checks" in report and "kernel 'drive' does not compile" in report
     for passed in ("seeds replay:", "auto-reset:", "bad actions:", "render:", "cpu vs cuda:"):
         assert f"- {passed}" not in report, report

@@ -70,7 +70,7 @@ def test_a_register_cap_reaches_the_generated_kernel():
     spec = gpu_zoo.get_spec("tag_gridworld_v0")
     layout = Layout(spec, spec.make_params())
     capped = generate_source(layout, "cuda", launch_shape(5, max_registers=64))
-    assert capped.count("@cuda.jit(cache=True, max_registers=64)") == 2  # step and reset
+    assert capped.count("@cuda.jit(cache=True, max_registers=64)") == 1  # one kernel for a step and a reset
     assert "@cuda.jit(cache=True)" in generate_source(layout, "cuda", launch_shape(5))
 
 
@@ -82,7 +82,8 @@ def test_a_split_step_is_three_kernels_with_the_observations_alone_in_the_second
     layout = Layout(spec, spec.make_params())
     split = generate_source(layout, "cuda", launch_shape(5, split_observe=True))
     kernels = [line.split("(")[0][4:] for line in split.splitlines() if line.startswith("def step")]
-    assert kernels == ["step_phases", "step_observe", "step_finished"] and "def reset(" in split
+    # the reset is the last kernel's other branch
+    assert kernels == ["step_phases", "step_observe", "step_finished"] and "def step_finished(resetting, " in split
     wide = launch_shape(100, split_observe=True, threads_per_env=512)
     assert (wide.phase_threads_per_env, wide.for_phases().envs_per_block, wide.for_phases().block) == (128, 4, 512)
     body = generate_source(layout, "cuda", wide)
@@ -90,7 +91,7 @@ def test_a_split_step_is_three_kernels_with_the_observations_alone_in_the_second
     assert body[body.index("def step_observe"):].split("def ")[1].count("lane = tid & 511") == 1
     observe = split[split.index("def step_observe"):split.index("def step_finished")]
     assert "s.obs_" in observe and "end_agent" not in observe and "begin_env" not in observe
-    assert "def step(" in generate_source(layout, "cuda", launch_shape(5))
+    assert "def drive(resetting, " in generate_source(layout, "cuda", launch_shape(5))
     with pytest.raises(ValueError, match="split_observe must be a bool"):
         gpu_zoo.make("tag_gridworld_v0", device="cpu", split_observe="yes")
 

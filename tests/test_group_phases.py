@@ -56,7 +56,7 @@ def test_one_function_bound_to_adjacent_groups_is_one_call_on_a_gpu():
 
     layout = Layout(gp.SHARED_SPEC, gp.SHARED_SPEC.make_params())
     source = generate_source(layout, "cuda", layout_launch_shape(layout, 64, False, 128, None, None, None))
-    step = source[source.index("def step("):source.index("def reset(")]
+    step = source[source.index("def drive("):]
     assert step.count("__chase(") == 1 and step.count("__run(") == 1
     assert "= s.act_chaser[e, a - 0]" in step and "= s.act_hunter[e, a - 2]" in step
 
@@ -103,4 +103,4 @@ def test_group_bound_phases_compile_for_a_gpu(monkeypatch):
         pytest.skip("needs NVVM: pip install nvidia-cuda-nvcc-cu12 nvidia-cuda-nvrtc-cu12")
     # registered for this test alone: the registry-wide tests must not meet it
     monkeypatch.setitem(gpu_zoo.registry._ENTRIES, "group_phases_v0", "tests.group_phases_env:SPEC")
-    assert "step" in compile_kernels("group_phases_v0")
+    assert "drive" in compile_kernels("group_phases_v0")

@@ -26,7 +26,7 @@ def test_the_command_prints_the_kernels_of_the_asked_configuration(capsys):
                  "--param", "num_adversaries=5", "--param", "continuous_actions=True"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("# gpu_zoo kernels for simple_tag_v3, target cuda, launch LaunchShape(")
-    assert "@cuda.jit" in out and "def step(" in out and "def reset(" in out
+    assert "@cuda.jit" in out and "def drive(resetting, " in out
     assert out == kernel_source("simple_tag_v3", "cuda", 4096, num_adversaries=5, continuous_actions=True)
     main(["show-kernel", "simple_spread_v3", "--target", "cpu"])
     assert "prange" in capsys.readouterr().out
@@ -53,3 +53,13 @@ def test_the_cpu_driver_holds_each_reset_phase_once_for_a_reset_and_an_auto_rese
     assert driver.count("gather_trade_build__sort_incomes(") == 2
     assert "episode__reset_env(" in driver and "episode__restart_env(" in driver
     assert "\nstep = partial(_drive, False)" in src and "\nreset_serial = partial(_drive_serial, True)" in src
+
+
+def test_the_cuda_kernel_holds_each_reset_phase_once_for_a_reset_and_an_auto_reset():
+    """On CUDA a step and a reset are one kernel too, its flag a kernel argument."""
+    for kw, kernel in (({}, "drive"), ({"split_observe": True}, "step_finished")):
+        src = kernel_source("gather_trade_build_v0", "cuda", 64, **kw)
+        body = src.split(f"def {kernel}(resetting, ", 1)[1].split("\ndef ", 1)[0]
+        assert body.count("gather_trade_build__reset_tile(") == 1 and "\ndef reset(" not in src
+        assert "episode__reset_env(" in body and "episode__restart_env(" in body
+        assert "if ok and (resetting or s.done[e] and s.autoreset[e]):" in body

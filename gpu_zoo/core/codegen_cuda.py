@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from .launch_shape import LaunchShape
 from .layout import Layout
-from .plan import Stages, block_runs, bound_groups, field_args, state_tuple
+from .plan import Stages, block_runs, bound_groups, field_args, restart_tail, state_tuple
 
 # Masking an index with this tells the compiler it is not negative, so the array accesses built
 # from it skip Numba's wraparound for negative indices (a compare and a select per access). Loop
@@ -151,21 +151,61 @@ def _action_type(layout: Layout, g: str) -> tuple:
     return gi.action_dtype, tuple(gi.action_shape)
 
 
-def cuda_body(name: str, stages: Stages, layout: Layout, shape: LaunchShape, sim: bool) -> str:
-    A = layout.num_agents
+def _prologue(name: str, args: str, layout: Layout, shape: LaunchShape, sim: bool) -> list[str]:
+    """A kernel's head: its env and lane, whether the env exists (``ok``), its params, its scratch arrays."""
     tpe, epb = shape.threads_per_env, shape.envs_per_block
     cap = f", max_registers={shape.max_registers}" if shape.max_registers else ""
     # Masks tell the compiler that env and lane are not negative (`NONNEG`).
-    out = ["@cuda.jit" if sim else f"@cuda.jit(cache=True{cap})", f"def {name}({field_args(layout)}):",
-           f"    s = {state_tuple(layout)}",
-           "    n_env = s.t.shape[0]", "    tid = cuda.threadIdx.x & 1023",
-           f"    e = (cuda.blockIdx.x & {NONNEG}) * {epb} + tid // {tpe}", f"    lane = tid & {tpe - 1}",
-           "    ok = e < n_env", "    p = _params(s, min(e, n_env - 1))", *_scratch_decls(layout)]
+    return ["@cuda.jit" if sim else f"@cuda.jit(cache=True{cap})", f"def {name}({args}):",
+            f"    s = {state_tuple(layout)}",
+            "    n_env = s.t.shape[0]", "    tid = cuda.threadIdx.x & 1023",
+            f"    e = (cuda.blockIdx.x & {NONNEG}) * {epb} + tid // {tpe}", f"    lane = tid & {tpe - 1}",
+            "    ok = e < n_env", "    p = _params(s, min(e, n_env - 1))", *_scratch_decls(layout)]
+
+
+STEP_GUARDS = {"": "ok", "done": "ok and s.done[e]", "restart": "ok and s.done[e] and s.autoreset[e]", "idle": "idle"}
+"""A stage's condition by its guard (`plan.Stages`); ``ok`` is false for a missing env, and in a step for a finished one."""
+
+
+def cuda_body(name: str, stages: Stages, layout: Layout, shape: LaunchShape, sim: bool) -> str:
+    """One kernel running ``stages``."""
+    out = _prologue(name, field_args(layout), layout, shape, sim)
     if stages.step:  # read once at the start: the step that finishes an env sets the flag
         out += ["    idle = ok and s.finished[e] != 0", "    ok = ok and not idle"]
-    for n, (kind, fn, guard) in enumerate(stages.items):
-        cond = {"": "ok", "done": "ok and s.done[e]", "restart": "ok and s.done[e] and s.autoreset[e]",
-                "idle": "idle"}[guard]
+    return "\n".join(out + _stage_lines(stages.items, layout, shape, STEP_GUARDS, "    "))
+
+
+def cuda_driver(name: str, step: Stages, reset: Stages, layout: Layout, shape: LaunchShape, sim: bool) -> str:
+    """One kernel for a step and a reset: ``name(resetting, ...)``, the flag a kernel argument.
+
+    Every reset phase is in the step already (its auto-reset), and NVVM compiles each kernel's
+    whole inlined body: a reset kernel of its own compiled the env's reset and observation a
+    second time. The flag is the same in every thread, so the barriers inside its branches are
+    reached by the whole block. The reset's last stages (the env's reset phases, the
+    observation) are the step's auto-reset, written once after both branches
+    (`plan.restart_tail`).
+    """
+    n = restart_tail(step, reset)
+    out = _prologue(name, f"resetting, {field_args(layout)}", layout, shape, sim)
+    if step.step:  # as in `cuda_body`; a reset runs finished envs too
+        out += ["    idle = ok and not resetting and s.finished[e] != 0", "    ok = ok and not idle"]
+    own = [(reset.items[:len(reset.items) - n], "r"), (step.items[:len(step.items) - n], "s")]
+    for head, (items, tag) in zip(("if resetting:", "else:"), own, strict=True):
+        out += [f"    {head}", *(_stage_lines(items, layout, shape, STEP_GUARDS, "        ", tag) or ["        pass"])]
+    tail = {**STEP_GUARDS, "": "ok and (resetting or s.done[e] and s.autoreset[e])"}
+    return "\n".join(out + _stage_lines(reset.items[len(reset.items) - n:], layout, shape, tail, "    ", "t"))
+
+
+def _stage_lines(items: list, layout: Layout, shape: LaunchShape, guards: dict, ind: str, tag: str = "") -> list[str]:
+    """The stages' lines at indent ``ind``, a barrier after each; a stage runs where ``guards[its guard]`` holds.
+
+    ``tag`` keeps the names of picked actions apart between the stage lists of one kernel.
+    """
+    A = layout.num_agents
+    tpe = shape.threads_per_env
+    out = []
+    for n, (kind, fn, guard) in enumerate(items):
+        cond = guards[guard]
         if kind == "agent":
             out += [f"    if {cond}:", "        al = lane", f"        while al < {A}:",
                     f"            {fn[0]}(s, p, e, al & {NONNEG}{_scratch_arrays(fn[1])})",
@@ -181,7 +221,7 @@ def cuda_body(name: str, stages: Stages, layout: Layout, shape: LaunchShape, sim
                 first, end = min(b[3] for b in bound), max(b[4] for b in bound)
                 start = f"lane + {first}" if first else "lane"
                 out += [f"    if {cond}:", f"        al = {start}", f"        while al < {end}:",
-                        f"            a = al & {NONNEG}", *_grouped_calls(layout, bound, f"act{n}", "            "),
+                        f"            a = al & {NONNEG}", *_grouped_calls(layout, bound, f"act{tag}{n}", "            "),
                         f"            al += {tpe}"]
         elif kind == "env":
             out += [f"    if {cond} and lane == 0:", f"        {fn}(s, p, e)"]
@@ -197,4 +237,4 @@ def cuda_body(name: str, stages: Stages, layout: Layout, shape: LaunchShape, sim
                 value_g = value.format(g=gi.name, b="{b}")
                 out += _cuda_elem_loop(gi, tpe, target, value_g, observed, by_block)
         out.append("    cuda.syncthreads()")
-    return "\n".join(out)
+    return [ind[4:] + line for line in out]

@@ -31,7 +31,7 @@ from . import episode as _episode
 from . import rebuild as _rebuild
 from . import rng as _rng
 from .codegen_cpu import CPU_HELPER, cpu_drivers
-from .codegen_cuda import cuda_body
+from .codegen_cuda import cuda_body, cuda_driver
 from .launch_shape import LaunchShape
 from .layout import LIVE_INT_PARAMS, Layout
 from .plan import Stages, ladder_source, stages, step_kernels
@@ -148,14 +148,13 @@ def generate_source(layout: Layout, target: str, shape: LaunchShape | None) -> s
         helpers: dict = {}
         drivers = cpu_drivers(step, reset, layout, helpers)
         parts += [src for _, src in helpers.values()] + [drivers]
-    elif shape.split_observe:
+    elif shape.split_observe:  # the reset is the last kernel's other branch
         phases, observe, finished = step_kernels(layout)
         parts += [cuda_body("step_phases", phases, layout, shape.for_phases(), sim),
                   cuda_body("step_observe", observe, layout, shape, sim),
-                  cuda_body("step_finished", finished, layout, shape.for_phases(), sim),
-                  cuda_body("reset", reset, layout, shape, sim)]
+                  cuda_driver("step_finished", finished, reset, layout, shape.for_phases(), sim)]
     else:
-        parts += [cuda_body("step", step, layout, shape, sim), cuda_body("reset", reset, layout, shape, sim)]
+        parts.append(cuda_driver("drive", step, reset, layout, shape, sim))
     return "\n\n\n".join(parts) + "\n"
 
 

@@ -103,18 +103,19 @@ class Launcher:
             compile_seconds[key] = time.perf_counter() - t0
         self.module = _loaded[key]
         self.compile_key = key
-        self._steps, self._reset = self._step_kernels(), self._kernel("reset")
+        self._steps = tuple((kernel, shape, (*lead, *self._args)) for kernel, shape, lead in self._step_kernels())
+        kernel, shape, lead = self._reset_kernel()
+        self._reset = (kernel, shape, (*lead, *self._args))
 
     def _warm(self, buffers: Buffers):
-        """Compiles both kernels now, on a one-env scratch batch, so the first real call is not slow."""
+        """Compiles the kernels now, on a one-env scratch batch, so the first real call is not slow."""
         scratch = Buffers(buffers.layout, 1, buffers.device)
         # env 0's state (its params, max_cycles, the env's constant tables): zeros would divide by zero
         for name, view in scratch.raw.items():
             view.copy_(buffers.raw[name][:1])
         args = scratch.kernel_args(self._to_array)
-        self._launch(self._kernel("reset"), args, 1)
-        for kernel, shape in self._step_kernels():
-            self._launch(kernel, args, 1, shape)
+        for kernel, shape, lead in (self._reset_kernel(), *self._step_kernels()):
+            self._launch(kernel, (*lead, *args), 1, shape)
 
     def _on_device(self):
         """The buffers' GPU made current, as every launch has it.
@@ -133,12 +134,10 @@ class Launcher:
             self._numba_stream = self._cuda.external_stream(handle)
         return self._numba_stream
 
-    def _launch(self, kernel, args=None, num_envs=None, shape: LaunchShape | None = None):
-        args = self._args if args is None else args
+    def _launch(self, kernel, args: tuple, num_envs: int | None = None, shape: LaunchShape | None = None):
         if self.target == "cpu":
             kernel(*args)
             return
-        shape = shape or self.shape
         grid = shape.grid(self.num_envs if num_envs is None else num_envs)
         if self.simulator:
             kernel[grid, shape.block](*args)
@@ -147,12 +146,25 @@ class Launcher:
             kernel[grid, shape.block, self._stream()](*args)
 
     def _step_kernels(self) -> tuple:
-        """(kernel, launch shape) of each kernel of a step, in order: one, or three with ``split_observe``."""
-        if self.shape is not None and self.shape.split_observe:
+        """(kernel, launch shape, leading arguments) of each kernel of a step, in order: one, or three with ``split_observe``.
+
+        On CUDA a step and a reset are one kernel's two branches (`codegen_cuda.cuda_driver`), picked by its first argument.
+        """
+        if self.target == "cpu":
+            return ((self._kernel("step"), None, ()),)
+        if self.shape.split_observe:
             around = self.shape.for_phases()
-            return ((self._kernel("step_phases"), around), (self._kernel("step_observe"), self.shape),
-                    (self._kernel("step_finished"), around))
-        return ((self._kernel("step"), self.shape),)
+            return ((self._kernel("step_phases"), around, ()), (self._kernel("step_observe"), self.shape, ()),
+                    (self._kernel("step_finished"), around, (False,)))
+        return ((self._kernel("drive"), self.shape, (False,)),)
+
+    def _reset_kernel(self) -> tuple:
+        """(kernel, launch shape, leading arguments) of a reset."""
+        if self.target == "cpu":
+            return self._kernel("reset"), None, ()
+        if self.shape.split_observe:
+            return self._kernel("step_finished"), self.shape.for_phases(), (True,)
+        return self._kernel("drive"), self.shape, (True,)
 
     def _kernel(self, name: str):
         # A few envs on the CPU: the serial driver, which skips waking the thread pool (more than
@@ -162,11 +174,12 @@ class Launcher:
         return getattr(self.module, name)
 
     def step(self):
-        for kernel, shape in self._steps:
-            self._launch(kernel, shape=shape)
+        for kernel, shape, args in self._steps:
+            self._launch(kernel, args, shape=shape)
 
     def reset(self):
-        self._launch(self._reset)
+        kernel, shape, args = self._reset
+        self._launch(kernel, args, shape=shape)
 
 
 __all__ = ["Launcher", "LaunchShape", "cuda_usable", "default_device", "simulator_enabled"]

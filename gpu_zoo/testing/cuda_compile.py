@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import importlib.util
+import inspect
 import json
 import os
 import subprocess
@@ -23,7 +24,8 @@ import types
 from importlib.metadata import version
 
 CC = (9, 0)  # Hopper: the GPUs the benchmarks run on
-KERNELS = ("step", "step_phases", "step_observe", "step_finished", "reset")
+KERNELS = ("drive", "step_phases", "step_observe", "step_finished")
+"""The kernels a generated CUDA module may hold: ``drive`` (a step or a reset), or the split step's three."""
 
 
 class CudaCompileError(RuntimeError):
@@ -64,7 +66,7 @@ def compile_kernels(env_id: str, num_envs: int = 2000, cc: tuple[int, int] = CC,
     return result
 
 
-def kernel_ptx(env_id: str, name: str = "step", num_envs: int = 2000, cc: tuple[int, int] = CC,
+def kernel_ptx(env_id: str, name: str = "drive", num_envs: int = 2000, cc: tuple[int, int] = CC,
                threads_per_env: int | None = None, **params):
     """(the PTX of one kernel, its launch shape), compiled here (the simulator must be off)."""
     module, sig, shape = _kernels(env_id, num_envs, params, threads_per_env)
@@ -105,11 +107,15 @@ def _kernels(env_id: str, num_envs: int, params: dict, threads_per_env: int | No
 
 
 def _ptx(module, name: str, sig, cc, env_id: str, params: dict) -> str:
+    import numba
     from numba import cuda
 
+    fn = getattr(module, name).py_func
+    if next(iter(inspect.signature(fn).parameters)) == "resetting":  # a step or a reset (`codegen_cuda.cuda_driver`)
+        sig = (numba.boolean, *sig)
     try:
         with _compute_capability(cc):
-            return cuda.compile_ptx(getattr(module, name).py_func, sig, cc=cc)[0]
+            return cuda.compile_ptx(fn, sig, cc=cc)[0]
     except Exception as err:
         raise CudaCompileError(f"{env_id} {params}: kernel {name!r} does not compile for sm_{cc[0]}{cc[1]}: "
                                f"{type(err).__name__}: {err}") from err

@@ -1,4 +1,4 @@
-r"""An env's CUDA step kernel (with its reset) as PTX, with ptxas's register and spill report, on a machine without a GPU.
+r"""An env's CUDA step kernel (with its reset) as PTX, with ptxas's register and spill report, without a GPU.
 
     pip install "numba-cuda[cu12]"     # NVVM and ptxas as wheels; no driver needed
     python -m benchmarks.ptx tag_continuous_v0 --kw num_taggers=50 num_runners=950 \

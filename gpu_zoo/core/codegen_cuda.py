@@ -164,7 +164,8 @@ def _prologue(name: str, args: str, layout: Layout, shape: LaunchShape, sim: boo
 
 
 STEP_GUARDS = {"": "ok", "done": "ok and s.done[e]", "restart": "ok and s.done[e] and s.autoreset[e]", "idle": "idle"}
-"""A stage's condition by its guard (`plan.Stages`); ``ok`` is false for a missing env, and in a step for a finished one."""
+"""A stage's condition by its guard (`plan.Stages`); ``ok`` is false for a missing env, and in a
+step for a finished one (``idle``)."""
 
 
 def cuda_body(name: str, stages: Stages, layout: Layout, shape: LaunchShape, sim: bool) -> str:
@@ -221,7 +222,8 @@ def _stage_lines(items: list, layout: Layout, shape: LaunchShape, guards: dict, 
                 first, end = min(b[3] for b in bound), max(b[4] for b in bound)
                 start = f"lane + {first}" if first else "lane"
                 out += [f"    if {cond}:", f"        al = {start}", f"        while al < {end}:",
-                        f"            a = al & {NONNEG}", *_grouped_calls(layout, bound, f"act{tag}{n}", "            "),
+                        f"            a = al & {NONNEG}",
+                        *_grouped_calls(layout, bound, f"act{tag}{n}", "            "),
                         f"            al += {tpe}"]
         elif kind == "env":
             out += [f"    if {cond} and lane == 0:", f"        {fn}(s, p, e)"]

@@ -148,8 +148,8 @@ class Launcher:
     def _step_kernels(self) -> tuple:
         """(kernel, launch shape, leading arguments) of each kernel of a step, in order.
 
-        One kernel, or three with ``split_observe``. On CUDA a step and a reset are one kernel's two branches (`codegen_cuda.cuda_driver`), picked
-        by its first argument.
+        One kernel, or three with ``split_observe``. On CUDA a step and a reset are one kernel's two
+        branches (`codegen_cuda.cuda_driver`), picked by its first argument.
         """
         if self.target == "cpu":
             return ((self._kernel("step"), None, ()),)

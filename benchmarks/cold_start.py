@@ -85,6 +85,10 @@ def _child(env_id: str, params: dict, device: str, profile: str | None = None) -
     if profile:
         import cProfile
 
+        from gpu_zoo.core.compile import cache_dir
+
+        caches = "warm" if cache_dir().is_dir() and any(cache_dir().iterdir()) else "empty"
+
         profiler = cProfile.Profile()
         profiler.enable()
     start = time.perf_counter()
@@ -108,7 +112,7 @@ def _child(env_id: str, params: dict, device: str, profile: str | None = None) -
         stats.sort_stats("cumulative").print_stats(60)
         stats.sort_stats("tottime").print_stats(40)
         root = str(Path(__file__).resolve().parents[1]) + os.sep  # the project's own files, relative to it
-        Path(profile).write_text(f"# {env_id} {params} on {device}, empty caches: make, reset, one step\n"
+        Path(profile).write_text(f"# {env_id} {params} on {device}, {caches} caches: make, reset, one step\n"
                                  + text.getvalue().replace(root, ""))
     return {"import_s": imported - t0, "make_s": made - start, "reset_s": was_reset - made,
             "step_s": stepped - was_reset, "first_step_s": stepped - start,
@@ -116,8 +120,15 @@ def _child(env_id: str, params: dict, device: str, profile: str | None = None) -
 
 
 def measure(env_id: str, params: dict, device: str, cache: Path, timeout: float, profile: Path | None = None) -> dict:
-    """The child's figures, from a fresh process whose kernel caches live in ``cache``."""
-    env = {**os.environ, "GPU_ZOO_CACHE_DIR": str(cache / "kernels"), "NUMBA_CACHE_DIR": str(cache / "numba")}
+    """The child's figures, from a fresh process whose kernel caches live in ``cache``.
+
+    Python's bytecode cache stays on, as on a user's machine (an installed package has its ``.pyc``
+    files; a checkout writes them on first import): with ``PYTHONDONTWRITEBYTECODE`` set, as on some
+    hosts, every warm process would compile every imported module from its source again (measured:
+    0.4 s of a warm make on one H100 host, the generated kernel module and gpu_zoo's own included).
+    """
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env |= {"GPU_ZOO_CACHE_DIR": str(cache / "kernels"), "NUMBA_CACHE_DIR": str(cache / "numba")}
     cmd = [sys.executable, "-m", "benchmarks.cold_start", "--child", env_id, "--params", json.dumps(params),
            "--device", device, *(["--profile-file", str(profile)] if profile else [])]
     wall = time.perf_counter()
@@ -128,17 +139,20 @@ def measure(env_id: str, params: dict, device: str, cache: Path, timeout: float,
     return {**json.loads(proc.stdout.strip().splitlines()[-1]), "process_s": wall}
 
 
-def _cold_then_warm(env_id: str, params: dict, device: str, timeout: float,
-                    profile: Path | None = None) -> list[tuple[str, dict]]:
-    """Both figures of one configuration: empty caches (profiled into ``profile``), then what they filled."""
+def _cold_then_warm(env_id: str, params: dict, device: str, timeout: float, profile: Path | None = None,
+                    profiled: str = "cold") -> list[tuple[str, dict]]:
+    """Both figures of one configuration: empty caches, then what they filled; the ``profiled`` one into ``profile``."""
     with tempfile.TemporaryDirectory(prefix="gpu_zoo_cold_") as folder:
-        return [(cache, measure(env_id, params, device, Path(folder), timeout, profile if cache == "cold" else None))
+        return [(cache, measure(env_id, params, device, Path(folder), timeout, profile if cache == profiled else None))
                 for cache in ("cold", "warm")]
 
 
 def run(device: str, out: Path, label: str | None, only: str | None, timeout: float, jobs: int = 1,
-        profile: bool = False) -> Path:
-    """Every configuration cold then warm; ``jobs`` configurations at once (each compile is one core's work)."""
+        profile: str | None = None) -> Path:
+    """Every configuration cold then warm; ``jobs`` configurations at once (each compile is one core's work).
+
+    ``profile``: "cold" or "warm", the process to profile in each configuration.
+    """
     from concurrent.futures import ThreadPoolExecutor
 
     from benchmarks.metadata import system_description
@@ -150,15 +164,15 @@ def run(device: str, out: Path, label: str | None, only: str | None, timeout: fl
     cases = [(e, p) for e, p in configurations() if only is None or re.search(only, e)]
     with open(path, "a") as fh, ThreadPoolExecutor(max(1, jobs)) as pool:
         def profile_file(k: int, env_id: str):  # cProfile's tables slow a run: figures of their own
-            return (out / f"profile_cold_{device}_{label}_{k}_{env_id}.txt").resolve() if profile else None
+            return (out / f"profile_{profile}_{device}_{label}_{k}_{env_id}.txt").resolve() if profile else None
 
-        futures = [pool.submit(_cold_then_warm, env_id, params, device, timeout, profile_file(k, env_id))
+        futures = [pool.submit(_cold_then_warm, env_id, params, device, timeout, profile_file(k, env_id), profile)
                    for k, (env_id, params) in enumerate(cases, 1)]
         for k, ((env_id, params), future) in enumerate(zip(cases, futures, strict=True), 1):
             for cache, row in future.result():
                 record = {"schema": SCHEMA, "env_id": env_id, "params": params, "device": device,
                           "num_envs": NUM_ENVS, "cache": cache, "jobs": jobs,
-                          "profiled": profile and cache == "cold", **row, **system}
+                          "profiled": profile == cache, **row, **system}
                 fh.write(json.dumps(record) + "\n")
                 fh.flush()
                 print(f"[{k}/{len(cases)}] {env_id} {params or 'defaults'} {cache}: first step "
@@ -177,9 +191,9 @@ def main(argv=None):
     ap.add_argument("--timeout-s", type=float, default=900.0, help="per process")
     ap.add_argument("--jobs", type=int, default=1,
                     help="configurations measured at once, each in its own processes (keep below the core count)")
-    ap.add_argument("--profile", action="store_true",
-                    help="profile each cold process with cProfile, a table per configuration beside the records "
-                         "(their figures then include the profiler's cost: use a --label of their own)")
+    ap.add_argument("--profile", nargs="?", const="cold", choices=("cold", "warm"), default=None,
+                    help="profile each cold (or warm) process with cProfile, a table per configuration beside the "
+                         "records (their figures then include the profiler's cost: use a --label of their own)")
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--profile-file", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--params", default="{}", help=argparse.SUPPRESS)

@@ -85,10 +85,6 @@ def _child(env_id: str, params: dict, device: str, profile: str | None = None) -
     if profile:
         import cProfile
 
-        from gpu_zoo.core.compile import cache_dir
-
-        caches = "warm" if cache_dir().is_dir() and any(cache_dir().iterdir()) else "empty"
-
         profiler = cProfile.Profile()
         profiler.enable()
     start = time.perf_counter()
@@ -112,7 +108,7 @@ def _child(env_id: str, params: dict, device: str, profile: str | None = None) -
         stats.sort_stats("cumulative").print_stats(60)
         stats.sort_stats("tottime").print_stats(40)
         root = str(Path(__file__).resolve().parents[1]) + os.sep  # the project's own files, relative to it
-        Path(profile).write_text(f"# {env_id} {params} on {device}, {caches} caches: make, reset, one step\n"
+        Path(profile).write_text(f"# {env_id} {params} on {device}: make, reset, one step\n"
                                  + text.getvalue().replace(root, ""))
     return {"import_s": imported - t0, "make_s": made - start, "reset_s": was_reset - made,
             "step_s": stepped - was_reset, "first_step_s": stepped - start,

@@ -1,8 +1,13 @@
-"""Platform fixes: NumPy 2.5's missing row_stack for numba-cuda, fork-safe CPU threading."""
+"""Platform fixes: NumPy 2.5's missing row_stack for numba-cuda, fork-safe CPU threading, the simulator's poll."""
+
+import os
 
 import numpy as np
+import pytest
 
 from gpu_zoo.core import compat
+
+cuda = compat.import_cuda()  # a module global: the simulator swaps it for its own inside kernels
 
 
 def test_row_stack_shim_for_numpy_without_it(monkeypatch):
@@ -19,3 +24,25 @@ def test_cpu_threading_layer_is_fork_safe_by_default(monkeypatch):
     monkeypatch.setattr(numba.config, "THREADING_LAYER", "default")
     compat.configure_cpu_threading()
     assert numba.config.THREADING_LAYER == "workqueue"
+
+
+@pytest.mark.skipif(os.environ.get("NUMBA_ENABLE_CUDASIM") != "1", reason="a fix for Numba's CUDA simulator")
+def test_simulator_block_threads_meet_at_barriers_while_their_manager_yields():
+    compat.import_cuda()
+    from numba.cuda.simulator.kernel import BlockThread
+
+    assert BlockThread.is_alive is compat._yielding_is_alive
+    rotate = cuda.jit(_rotate)
+    x = np.zeros(8, np.int64)
+    rotate[1, 8](x)
+    assert x.tolist() == [10, 20, 30, 40, 50, 60, 70, 0]
+
+
+def _rotate(x):
+    """Every thread reads its neighbour's value only after all have written theirs."""
+    i = cuda.threadIdx.x
+    x[i] = i * 10
+    cuda.syncthreads()
+    v = x[(i + 1) % 8]
+    cuda.syncthreads()
+    x[i] = v

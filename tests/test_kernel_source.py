@@ -62,4 +62,6 @@ def test_the_cuda_kernel_holds_each_reset_phase_once_for_a_reset_and_an_auto_res
         body = src.split(f"def {kernel}(resetting, ", 1)[1].split("\ndef ", 1)[0]
         assert body.count("gather_trade_build__reset_tile(") == 1 and "\ndef reset(" not in src
         assert "episode__reset_env(" in body and "episode__restart_env(" in body
-        assert "if ok and (resetting or s.done[e] and s.autoreset[e]):" in body
+        # the tail runs where a reset or a restart says so, each branch setting the flag it reads
+        assert "        restart = ok\n    else:" in body and "        restart = fin and s.autoreset[e] != 0" in body
+        assert "\n    if restart:" in body

@@ -63,6 +63,5 @@ def test_the_cuda_kernel_holds_each_reset_phase_once_for_a_reset_and_an_auto_res
         assert body.count("gather_trade_build__reset_tile(") == 1 and "\ndef reset(" not in src
         assert "episode__reset_env(" in body and "episode__restart_env(" in body
         # the tail runs where a reset or a restart says so, each branch setting the flag it reads
-        assert "    if not resetting:" in body and "        restart = fin and s.autoreset[e] != 0" in body
-        assert "    else:" in body and "        restart = ok\n" in body
+        assert "        restart = ok\n    else:" in body and "        restart = fin and s.autoreset[e] != 0" in body
         assert "\n    if restart:" in body

@@ -191,7 +191,9 @@ def cuda_driver(name: str, step: Stages, reset: Stages, layout: Layout, shape: L
     if step.step:  # as in `cuda_body`; a reset runs finished envs too
         out += ["    idle = ok and not resetting and s.finished[e] != 0", "    ok = ok and not idle"]
     ind = "        "
-    # The step first: its branch falls through from the kernel's head, the reset's is jumped to.
+    own_reset = reset.items[:len(reset.items) - n]
+    out += ["    if resetting:", *_stage_lines(own_reset, layout, shape, STEP_GUARDS, ind, "r"), f"{ind}restart = ok",
+            "    else:"]
     # Once the step has set an env's flags (the first stage after them is guarded by them), they
     # are read into registers: the stages after them, and the tail, test those instead of loading
     # the flags again after every barrier. Nothing after that point writes them.
@@ -199,10 +201,8 @@ def cuda_driver(name: str, step: Stages, reset: Stages, layout: Layout, shape: L
     k = next((i for i, (_, _, g) in enumerate(own) if g in ("done", "restart")), len(own))
     flags = [f"{ind}fin = ok and s.done[e] != 0", f"{ind}restart = fin and s.autoreset[e] != 0"]
     read = {**STEP_GUARDS, "done": "fin", "restart": "restart"}
-    out += ["    if not resetting:", *_stage_lines(own[:k], layout, shape, STEP_GUARDS, ind, "s"), *flags,
-            *_stage_lines(own[k:], layout, shape, read, ind, "s"), "    else:",
-            *_stage_lines(reset.items[:len(reset.items) - n], layout, shape, STEP_GUARDS, ind, "r"),
-            f"{ind}restart = ok"]
+    out += [*_stage_lines(own[:k], layout, shape, STEP_GUARDS, ind, "s"), *flags,
+            *_stage_lines(own[k:], layout, shape, read, ind, "s")]
     tail = {**STEP_GUARDS, "": "restart"}
     return "\n".join(out + _stage_lines(reset.items[len(reset.items) - n:], layout, shape, tail, "    ", "t"))
 

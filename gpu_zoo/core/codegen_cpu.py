@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from .layout import Layout
 from .plan import Stages, block_runs, bound_groups, field_args, restart_tail, state_tuple
+from .state_fields import SubStates
 from .tuning import ONE_OBS_LOOP_ELEMENTS
 
 CPU_HELPER = "@njit(cache=True, _nrt=False, error_model='numpy', no_cpython_wrapper=True, no_cfunc_wrapper=True)"
@@ -66,7 +67,7 @@ def _one_loop_for_every_group(target: str, value: str, observed: bool, layout: L
     return out
 
 
-def cpu_drivers(step: Stages, reset: Stages, layout: Layout, helpers: dict) -> str:
+def cpu_drivers(step: Stages, reset: Stages, layout: Layout, helpers: dict, subs: SubStates) -> str:
     """The CPU drivers: ``step`` and ``reset`` run the envs in parallel, ``step_serial`` and ``reset_serial`` in order.
 
     A parallel launch wakes the thread pool, about 120 us on a 2-core machine: a hundred times a
@@ -84,15 +85,16 @@ def cpu_drivers(step: Stages, reset: Stages, layout: Layout, helpers: dict) -> s
     """
     args = field_args(layout)
     n = restart_tail(step, reset)
-    reset_own = _cpu_stages(reset.items[:len(reset.items) - n], False, layout, helpers)
-    step_own = _cpu_stages(step.items[:len(step.items) - n], True, layout, helpers)
+    reset_own = _cpu_stages(reset.items[:len(reset.items) - n], False, layout, helpers, subs)
+    step_own = _cpu_stages(step.items[:len(step.items) - n], True, layout, helpers, subs)
     if n:  # read where the tail starts, as each of its stages would: the phases before may end the episode
         step_own.append("restart = not idle and s.done[e] != 0 and s.autoreset[e] != 0")
     # The state tuple is built inside the loop: a namedtuple crossing into a parfor body fails to lower.
     head = [f"s = {state_tuple(layout)}", "p = _params(s, e)", *(["restart = resetting"] if n else []),
             "if resetting:", *_indented(reset_own), "else:", *_indented(step_own)]
     if n:
-        head += ["if restart:", *_indented(_cpu_stages(reset.items[len(reset.items) - n:], False, layout, helpers))]
+        tail = _cpu_stages(reset.items[len(reset.items) - n:], False, layout, helpers, subs)
+        head += ["if restart:", *_indented(tail)]
     out = []
     for driver, deco, loop in (("_drive", "parallel=True, ", "prange"), ("_drive_serial", "", "range")):
         out += [f"@njit({deco}cache=True, _nrt=False, error_model='numpy')", f"def {driver}(resetting, {args}):",
@@ -108,7 +110,7 @@ def _indented(lines: list[str]) -> list[str]:
     return ["    " + line for line in lines] or ["    pass"]
 
 
-def _cpu_stages(items: list, step: bool, layout: Layout, helpers: dict) -> list[str]:
+def _cpu_stages(items: list, step: bool, layout: Layout, helpers: dict, subs: SubStates) -> list[str]:
     """Stages of one env on the CPU, unindented, in order; a step's (``step``) skip the finished envs."""
     A = layout.num_agents
     out = ["idle = s.finished[e] != 0"] if step else []
@@ -121,19 +123,23 @@ def _cpu_stages(items: list, step: bool, layout: Layout, helpers: dict) -> list[
             out.append(f"if {conditions[guard]}:")
             ind += "    "
         if kind == "agent":
-            out += [ind + f"for a in range({A}):", ind + f"    {fn[0]}(s, p, e, a{_scratch_rows(fn[1])})"]
+            out += [ind + f"for a in range({A}):",
+                    ind + f"    {fn[0]}({subs.call(fn[0])}, p, e, a{_scratch_rows(fn[1])})"]
         elif kind == "grouped":
             for alias, scratch, g, lo, hi in bound_groups(layout, fn):
                 out += [ind + f"for a in range({lo}, {hi}):",
-                        ind + f"    {alias}(s, p, e, a, s.act_{g}[e, a - {lo}]{_scratch_rows(scratch)})"]
+                        ind + f"    {alias}({subs.call(alias)}, p, e, a, s.act_{g}[e, a - {lo}]"
+                              f"{_scratch_rows(scratch)})"]
         elif kind == "env":
-            out.append(ind + f"{fn}(s, p, e)")
+            out.append(ind + f"{fn}({subs.call(fn)}, p, e)")
         elif kind == "item":
-            out += [ind + f"for k in range({fn[1]}):", ind + f"    {fn[0]}(s, p, e, k{_scratch_rows(fn[2])})"]
+            out += [ind + f"for k in range({fn[1]}):",
+                    ind + f"    {fn[0]}({subs.call(fn[0])}, p, e, k{_scratch_rows(fn[2])})"]
         else:
             if fn not in helpers:
                 helpers[fn] = (f"_elem{len(helpers)}", _cpu_elem_helper(f"_elem{len(helpers)}", *fn, layout))
-            out.append(ind + f"{helpers[fn][0]}(s, p, e)")
+            name, body = helpers[fn]
+            out.append(ind + f"{name}({subs.arg(subs.fields_of_source(body))}, p, e)")
     return out
 
 

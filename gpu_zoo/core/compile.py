@@ -35,6 +35,7 @@ from .codegen_cuda import cuda_body, cuda_driver
 from .launch_shape import LaunchShape
 from .layout import LIVE_INT_PARAMS, Layout
 from .plan import Stages, ladder_source, stages, step_kernels
+from .state_fields import SubStates
 
 
 def cache_dir() -> Path:
@@ -144,17 +145,21 @@ def generate_source(layout: Layout, target: str, shape: LaunchShape | None) -> s
     ladders = {**step.ladders, **reset.ladders}
     parts = ["\n".join(head), params_src,
              *(ladder_source(name, ladder, ladder_deco[target]) for name, ladder in sorted(ladders.items()))]
+    # each call passes the state fields its callee uses (`gpu_zoo.core.state_fields`): their types are defined here
+    subs = SubStates(layout, imports)
     if target == "cpu":
         helpers: dict = {}
-        drivers = cpu_drivers(step, reset, layout, helpers)
+        drivers = cpu_drivers(step, reset, layout, helpers, subs)
         parts += [src for _, src in helpers.values()] + [drivers]
     elif shape.split_observe:  # the reset is the last kernel's other branch
         phases, observe, finished = step_kernels(layout)
-        parts += [cuda_body("step_phases", phases, layout, shape.for_phases(), sim),
-                  cuda_body("step_observe", observe, layout, shape, sim),
-                  cuda_driver("step_finished", finished, reset, layout, shape.for_phases(), sim)]
+        parts += [subs.narrow(cuda_body("step_phases", phases, layout, shape.for_phases(), sim)),
+                  subs.narrow(cuda_body("step_observe", observe, layout, shape, sim)),
+                  subs.narrow(cuda_driver("step_finished", finished, reset, layout, shape.for_phases(), sim))]
     else:
-        parts.append(cuda_driver("drive", step, reset, layout, shape, sim))
+        parts.append(subs.narrow(cuda_driver("drive", step, reset, layout, shape, sim)))
+    if subs.types:
+        parts.insert(2, "\n".join(subs.source()))
     return "\n\n\n".join(parts) + "\n"
 
 

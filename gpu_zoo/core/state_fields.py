@@ -1,0 +1,252 @@
+"""Which fields of the state tuple a kernel function uses, so that a call can pass it only those.
+
+Numba types and lowers the state tuple, one array per field, at every call that passes it, and
+compiles each callee for it: a kernel's compile time grows as its fields times its calls
+(`benchmarks.state_tuple`: on a 2-core CPU, 60 calls compiled in 2.9 s with 5 fields and 19 to
+27 s with 90). A call given a tuple of only the fields its callee reads or writes (its own and
+those of every kernel function it passes the state to) costs what those fields cost.
+
+The fields are read off Numba's untyped IR of the function: every use of the state parameter
+must be an attribute (``s.pos_x``), a copy, or an argument of a call to another Numba function,
+whose fields are found likewise. Any other use (indexing the tuple, iterating it, passing it to
+anything else) means the function needs the whole state: the answer is then None.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import json
+import marshal
+import os
+import re
+import sys
+import tempfile
+from typing import TYPE_CHECKING
+
+from numba.core import ir
+from numba.core.compiler import run_frontend
+from numba.core.dispatcher import Dispatcher
+
+if TYPE_CHECKING:
+    from .layout import Layout
+
+_memo: dict[tuple, frozenset[str] | None] = {}
+_direct_memo: dict[str, list | None] = {}
+_disk: dict | None = None
+# a call whose first argument is the state: ``name(s,`` or ``name(s)``
+_PASSES_STATE = re.compile(r"(?<![\w.])([A-Za-z_]\w*)\(s(?=[,)])")
+
+
+def state_fields(fn, arg: int = 0) -> frozenset[str] | None:
+    """The state fields that ``fn`` (a Numba function) uses through its parameter ``arg``; None for all."""
+    py = getattr(fn, "py_func", fn)
+    key = (py, arg)
+    if key not in _memo:
+        _memo[key] = None  # a recursive call needs the whole state
+        _memo[key] = _closure(py, arg)
+    return _memo[key]
+
+
+def _closure(py, arg: int) -> frozenset[str] | None:
+    direct = _direct(py, arg)
+    if direct is None:
+        return None
+    attrs, calls = direct
+    used = set(attrs)
+    for module, qualname, index in calls:
+        callee = sys.modules.get(module)
+        for part in qualname.split("."):
+            callee = getattr(callee, part, None)
+        sub = state_fields(callee, index) if isinstance(callee, Dispatcher) else None
+        if sub is None:
+            return None
+        used |= sub
+    return frozenset(used)
+
+
+def _direct(py, arg: int) -> list | None:
+    """[the attributes ``fn`` reads off its state, [(module, qualname, argument) of the calls it passes it to]].
+
+    Read off Numba's IR (about 15 ms a function), so kept on disk beside the kernels, keyed by
+    the function's code: a warm process finds every answer there.
+    """
+    key = f"{sys.version_info[:2]}:{py.__module__}:{py.__qualname__}:{arg}:" + \
+        hashlib.sha256(marshal.dumps(py.__code__)).hexdigest()[:20]
+    if key in _direct_memo:
+        return _direct_memo[key]
+    disk = _load_disk()
+    if key in disk:
+        _direct_memo[key] = disk[key]
+        return disk[key]
+    _direct_memo[key] = found = _read_ir(py, arg)
+    disk[key] = found
+    _save_disk(disk)
+    return found
+
+
+def _disk_path():
+    from .compile import cache_dir
+
+    return cache_dir() / "state_fields.json"
+
+
+def _load_disk() -> dict:
+    global _disk
+    if _disk is None:
+        try:
+            _disk = json.loads(_disk_path().read_text())
+        except (OSError, ValueError):
+            _disk = {}
+    return _disk
+
+
+def _save_disk(disk: dict):
+    path = _disk_path()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+        with os.fdopen(fd, "w") as fh:
+            json.dump(disk, fh)
+        os.replace(tmp, path)  # atomic; two processes writing at once lose an entry, found again later
+    except OSError:
+        pass
+
+
+def _read_ir(py, arg: int) -> list | None:
+    params = list(inspect.signature(py).parameters.values())
+    if arg >= len(params) or params[arg].kind not in (params[arg].POSITIONAL_ONLY, params[arg].POSITIONAL_OR_KEYWORD):
+        return None
+    try:
+        fir = run_frontend(py)
+    except Exception:  # noqa: BLE001 - what Numba cannot read here it will report when it compiles
+        return None
+    name = params[arg].name
+    defs: dict[str, list] = {}
+    for blk in fir.blocks.values():
+        for st in blk.body:
+            if isinstance(st, ir.Assign):
+                defs.setdefault(st.target.name, []).append(st.value)
+    aliases = set()
+    grown = True
+    while grown:
+        grown = False
+        for target, values in defs.items():
+            if target not in aliases and any((isinstance(v, ir.Arg) and v.name == name)
+                                             or (isinstance(v, ir.Var) and v.name in aliases) for v in values):
+                aliases.add(target)
+                grown = True
+    attrs: set[str] = set()
+    calls: set[tuple] = set()
+    for blk in fir.blocks.values():
+        for st in blk.body:
+            if not any(v.name in aliases for v in st.list_vars()) or isinstance(st, ir.Del):
+                continue
+            if not isinstance(st, ir.Assign):
+                return None
+            value = st.value
+            if isinstance(value, ir.Arg) or (isinstance(value, ir.Var) and value.name in aliases):
+                continue
+            if isinstance(value, ir.Expr) and value.op == "getattr" and value.value.name in aliases:
+                attrs.add(value.attr)
+                continue
+            if isinstance(value, ir.Expr) and value.op == "call":
+                passed = _calls(value, aliases, defs)
+                if passed is None:
+                    return None
+                calls |= passed
+                continue
+            return None
+    return [sorted(attrs), sorted(calls)]
+
+
+def _calls(call: ir.Expr, aliases: set, defs: dict) -> set | None:
+    """(module, qualname, argument) of each Numba function a call passes the state to, else None."""
+    if call.func.name in aliases or call.vararg is not None or any(v.name in aliases for _, v in call.kws):
+        return None
+    callees = _callees(call.func.name, defs, 0)
+    if callees is None:
+        return None
+    out = set()
+    for target in callees:
+        py = target.py_func
+        if "<locals>" in py.__qualname__:
+            return None
+        out |= {(py.__module__, py.__qualname__, i) for i, a in enumerate(call.args) if a.name in aliases}
+    return out
+
+
+def _callees(var: str, defs: dict, depth: int) -> set | None:
+    """The Numba functions variable ``var`` may hold (through copies), or None if it may hold anything else."""
+    if depth > 16 or var not in defs:
+        return None
+    out = set()
+    for value in defs[var]:
+        if isinstance(value, ir.Var):
+            sub = _callees(value.name, defs, depth + 1)
+        elif isinstance(value, ir.Global | ir.FreeVar) and isinstance(value.value, Dispatcher):
+            sub = {value.value}
+        else:
+            return None
+        if sub is None:
+            return None
+        out |= sub
+    return out
+
+
+class SubStates:
+    """Each call's state argument: a tuple of only the fields its callee uses (`gpu_zoo.core.state_fields`).
+
+    Numba types, lowers and compiles for the state tuple at every call passing it, a cost that
+    grows with its fields; a callee whose fields cannot be told (None) gets the whole state.
+    """
+
+    def __init__(self, layout: Layout, imports: dict):
+        self.layout = layout
+        self.imports = {**imports, "_observing": ("gpu_zoo.core.episode", "observing")}
+        self.types: dict[tuple, str] = {}
+
+    def fields_of_call(self, alias: str) -> frozenset[str] | None:
+        """The fields that the function imported as ``alias`` uses through its first argument."""
+        where = self.imports.get(alias)
+        if where is None:
+            return None
+        return state_fields(getattr(sys.modules[where[0]], where[1]), 0)
+
+    def fields_of_source(self, body: str) -> frozenset[str] | None:
+        """The fields that generated code ``body`` uses through ``s``: its attributes and its calls' needs."""
+        used: set[str] = set()
+        for m in re.finditer(r"\bs\b", body):
+            after, before = body[m.end():m.end() + 1], body[:m.start()]
+            attr = re.match(r"\.(\w+)", body[m.end():])
+            call = re.search(r"(\w+)\($", before)
+            if after == "." and attr:
+                used.add(attr.group(1))
+            elif re.search(r"def \w+\($", before):  # the helper's own parameter
+                continue
+            elif call and after in ",)":
+                sub = self.fields_of_call(call.group(1))
+                if sub is None:
+                    return None
+                used |= sub
+            else:
+                return None
+        return frozenset(used)
+
+    def arg(self, fields: frozenset[str] | None) -> str:
+        """``s``, or a tuple of the fields given, in the layout's order."""
+        if fields is None or not fields <= set(self.layout.fields) or len(fields) == len(self.layout.fields):
+            return "s"
+        names = tuple(f for f in self.layout.fields if f in fields) or ("t",)
+        name = self.types.setdefault(names, f"_State{len(self.types)}")
+        return f"{name}({', '.join('s.' + n for n in names)})"
+
+    def call(self, alias: str) -> str:
+        return self.arg(self.fields_of_call(alias))
+
+    def narrow(self, code: str) -> str:
+        """``code`` with the state it passes to each known function narrowed to that function's fields."""
+        return _PASSES_STATE.sub(lambda m: f"{m.group(1)}({self.call(m.group(1))}", code)
+
+    def source(self) -> list[str]:
+        return [f"{name} = namedtuple({name!r}, {names!r})" for names, name in self.types.items()]

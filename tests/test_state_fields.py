@@ -1,0 +1,83 @@
+"""Each call of the CPU driver passes only the state fields its callee uses (`gpu_zoo.core.state_fields`)."""
+
+import re
+
+from numba import njit
+
+from gpu_zoo.core import state_fields as sf
+from gpu_zoo.core.kernel_source import kernel_source
+from gpu_zoo.core.state_fields import state_fields
+
+
+@njit
+def _reads_two(s, e):
+    return s.pos_x[e] + s.pos_y[e]
+
+
+@njit
+def _writes_one_and_calls(s, e):
+    s.rew[e] = _reads_two(s, e)
+
+
+@njit
+def _passes_it_on_second(e, s):
+    return _reads_two(s, e)
+
+
+@njit
+def _indexes_the_tuple(s, e):
+    return s[0][e]
+
+
+def _plain_python(s, e):
+    return e
+
+
+@njit
+def _iterates_the_tuple(s, e):
+    total = 0.0
+    for field in s:
+        total += field[e]
+    return total
+
+
+def test_a_function_uses_its_attributes_and_those_of_the_functions_it_passes_the_state():
+    assert state_fields(_reads_two) == {"pos_x", "pos_y"}
+    assert state_fields(_writes_one_and_calls) == {"rew", "pos_x", "pos_y"}
+    assert state_fields(_passes_it_on_second, 1) == {"pos_x", "pos_y"}
+
+
+def test_any_other_use_of_the_state_needs_all_of_it():
+    assert state_fields(_indexes_the_tuple) is None
+    assert state_fields(_iterates_the_tuple) is None
+
+
+def test_the_answers_are_kept_on_disk_by_the_code_of_each_function(tmp_path, monkeypatch):
+    monkeypatch.setenv("GPU_ZOO_CACHE_DIR", str(tmp_path))
+    for name, fresh in (("_memo", {}), ("_direct_memo", {}), ("_disk", None)):
+        monkeypatch.setattr(sf, name, fresh)
+    assert state_fields(_writes_one_and_calls) == {"rew", "pos_x", "pos_y"}
+    kept = (tmp_path / "state_fields.json").read_text()
+    assert "_writes_one_and_calls" in kept and "_reads_two" in kept
+
+
+def test_the_economys_cpu_driver_passes_each_phase_only_its_fields():
+    src = kernel_source("gather_trade_build_v0", "cpu", 4)
+    driver = src.split("def _drive_serial(", 1)[1].split("\ndef ", 1)[0]
+    types = dict(re.findall(r"^(_State\d+) = namedtuple\('\w+', \(([^)]*)\)\)", src, re.M))
+    assert types, "no call passes part of the state"
+    # the copy of the final observation reads the observations and writes their copies, nothing else
+    copy = re.search(r"_elem1\((_State\d+)\(", driver).group(1)
+    assert set(re.findall(r"'(\w+)'", types[copy])) == {"obs_worker", "final_obs_worker", "obs_planner",
+                                                         "final_obs_planner"}
+    called = re.findall(r"(\w+)\((s|_State\d+)\(?", driver)
+    assert sum(arg != "s" for _, arg in called) > 20
+
+
+def test_the_cuda_kernel_passes_each_call_only_its_fields():
+    src = kernel_source("gather_trade_build_v0", "cuda", 64)
+    body = src.split("def drive(resetting, ", 1)[1]
+    narrowed = re.findall(r"\w+\((_State\d+)\(", body)
+    assert len(narrowed) > 20
+    # only the params builder still gets the whole state
+    assert {name for name in re.findall(r"(\w+)\(s[,)]", body)} <= {"_params"}

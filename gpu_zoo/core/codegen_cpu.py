@@ -85,20 +85,21 @@ def cpu_drivers(step: Stages, reset: Stages, layout: Layout, helpers: dict, subs
     """
     args = field_args(layout)
     n = restart_tail(step, reset)
-    reset_own = _cpu_stages(reset.items[:len(reset.items) - n], False, layout, helpers, subs)
-    step_own = _cpu_stages(step.items[:len(step.items) - n], True, layout, helpers, subs)
+    reset_own = _cpu_stages(reset.items[:len(reset.items) - n], False, layout, helpers)
+    step_own = _cpu_stages(step.items[:len(step.items) - n], True, layout, helpers)
     if n:  # read where the tail starts, as each of its stages would: the phases before may end the episode
         step_own.append("restart = not idle and s.done[e] != 0 and s.autoreset[e] != 0")
     # The state tuple is built inside the loop: a namedtuple crossing into a parfor body fails to lower.
     head = [f"s = {state_tuple(layout)}", "p = _params(s, e)", *(["restart = resetting"] if n else []),
             "if resetting:", *_indented(reset_own), "else:", *_indented(step_own)]
     if n:
-        tail = _cpu_stages(reset.items[len(reset.items) - n:], False, layout, helpers, subs)
-        head += ["if restart:", *_indented(tail)]
+        head += ["if restart:", *_indented(_cpu_stages(reset.items[len(reset.items) - n:], False, layout, helpers))]
+    for name, body in helpers.values():  # an element helper is passed the fields its body uses
+        subs.helpers[name] = subs.fields_of_source(body)
     out = []
     for driver, deco, loop in (("_drive", "parallel=True, ", "prange"), ("_drive_serial", "", "range")):
         out += [f"@njit({deco}cache=True, _nrt=False, error_model='numpy')", f"def {driver}(resetting, {args}):",
-                f"    for e in {loop}(f_t.shape[0]):", *("        " + line for line in head), "", ""]
+                f"    for e in {loop}(f_t.shape[0]):", *("        " + subs.narrow(line) for line in head), "", ""]
     # C-level partials: the PettingZoo face calls a step per env step, and a Python function would add a frame
     out += [f"{name}{suffix} = partial(_drive{suffix}, {flag})"
             for name, flag in (("step", False), ("reset", True)) for suffix in ("", "_serial")]
@@ -110,7 +111,7 @@ def _indented(lines: list[str]) -> list[str]:
     return ["    " + line for line in lines] or ["    pass"]
 
 
-def _cpu_stages(items: list, step: bool, layout: Layout, helpers: dict, subs: SubStates) -> list[str]:
+def _cpu_stages(items: list, step: bool, layout: Layout, helpers: dict) -> list[str]:
     """Stages of one env on the CPU, unindented, in order; a step's (``step``) skip the finished envs."""
     A = layout.num_agents
     out = ["idle = s.finished[e] != 0"] if step else []
@@ -123,23 +124,19 @@ def _cpu_stages(items: list, step: bool, layout: Layout, helpers: dict, subs: Su
             out.append(f"if {conditions[guard]}:")
             ind += "    "
         if kind == "agent":
-            out += [ind + f"for a in range({A}):",
-                    ind + f"    {fn[0]}({subs.call(fn[0])}, p, e, a{_scratch_rows(fn[1])})"]
+            out += [ind + f"for a in range({A}):", ind + f"    {fn[0]}(s, p, e, a{_scratch_rows(fn[1])})"]
         elif kind == "grouped":
             for alias, scratch, g, lo, hi in bound_groups(layout, fn):
                 out += [ind + f"for a in range({lo}, {hi}):",
-                        ind + f"    {alias}({subs.call(alias)}, p, e, a, s.act_{g}[e, a - {lo}]"
-                              f"{_scratch_rows(scratch)})"]
+                        ind + f"    {alias}(s, p, e, a, s.act_{g}[e, a - {lo}]{_scratch_rows(scratch)})"]
         elif kind == "env":
-            out.append(ind + f"{fn}({subs.call(fn)}, p, e)")
+            out.append(ind + f"{fn}(s, p, e)")
         elif kind == "item":
-            out += [ind + f"for k in range({fn[1]}):",
-                    ind + f"    {fn[0]}({subs.call(fn[0])}, p, e, k{_scratch_rows(fn[2])})"]
+            out += [ind + f"for k in range({fn[1]}):", ind + f"    {fn[0]}(s, p, e, k{_scratch_rows(fn[2])})"]
         else:
             if fn not in helpers:
                 helpers[fn] = (f"_elem{len(helpers)}", _cpu_elem_helper(f"_elem{len(helpers)}", *fn, layout))
-            name, body = helpers[fn]
-            out.append(ind + f"{name}({subs.arg(subs.fields_of_source(body))}, p, e)")
+            out.append(ind + f"{helpers[fn][0]}(s, p, e)")
     return out
 
 

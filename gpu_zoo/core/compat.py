@@ -15,6 +15,11 @@ def _numpy_shim():
         np.row_stack = np.vstack
 
 
+def simulator_enabled() -> bool:
+    """True when ``numba.cuda`` is Numba's CUDA simulator (``NUMBA_ENABLE_CUDASIM=1``)."""
+    return os.environ.get("NUMBA_ENABLE_CUDASIM", "0") == "1"
+
+
 def import_cuda():
     """``numba.cuda``, made usable on current NumPy. Raises ImportError with a hint if absent."""
     _numpy_shim()
@@ -22,7 +27,7 @@ def import_cuda():
         from numba import cuda
     except ImportError as err:  # pragma: no cover - depends on the install
         raise ImportError("the CUDA target needs numba-cuda: pip install 'gpu_zoo[cuda]'") from err
-    if os.environ.get("NUMBA_ENABLE_CUDASIM", "0") == "1":
+    if simulator_enabled():
         _simulator_yields()
     return cuda
 

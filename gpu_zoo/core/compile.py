@@ -35,7 +35,9 @@ from .codegen_cuda import cuda_body, cuda_driver
 from .launch_shape import LaunchShape
 from .layout import LIVE_INT_PARAMS, Layout
 from .plan import Stages, ladder_source, stages, step_kernels
-from .state_fields import SubStates
+from .state_fields import SubStates, flush
+
+_OBSERVING = ("gpu_zoo.core.episode", "observing")  # imported as _observing by every generated module
 
 
 def cache_dir() -> Path:
@@ -128,7 +130,7 @@ def generate_source(layout: Layout, target: str, shape: LaunchShape | None) -> s
         *(["from functools import partial", "from numba import njit, prange"] if target == "cpu"
           else ["from numba import njit, cuda"]),
         *sorted(f"from {m} import {n} as {a}" for a, (m, n) in imports.items()),
-        "from gpu_zoo.core.episode import observing as _observing",
+        f"from {_OBSERVING[0]} import {_OBSERVING[1]} as _observing",
         *(["from gpu_zoo.core.rebuild import rebuild, plain, cuda_device", "_memo = {}"] if cuda else []),
         *(["_observing = rebuild(_observing, " + wrap + ", _memo)"] if cuda else []),
         *(f"{a} = rebuild({a}, {wrap}, _memo)" for a in (sorted(imports) if cuda else ())),
@@ -146,7 +148,7 @@ def generate_source(layout: Layout, target: str, shape: LaunchShape | None) -> s
     parts = ["\n".join(head), params_src,
              *(ladder_source(name, ladder, ladder_deco[target]) for name, ladder in sorted(ladders.items()))]
     # each call passes the state fields its callee uses (`gpu_zoo.core.state_fields`): their types are defined here
-    subs = SubStates(layout, imports)
+    subs = SubStates(layout, {**imports, "_observing": _OBSERVING})
     if target == "cpu":
         helpers: dict = {}
         drivers = cpu_drivers(step, reset, layout, helpers, subs)
@@ -160,6 +162,7 @@ def generate_source(layout: Layout, target: str, shape: LaunchShape | None) -> s
         parts.append(subs.narrow(cuda_driver("drive", step, reset, layout, shape, sim)))
     if subs.types:
         parts.insert(2, "\n".join(subs.source()))
+    flush()
     return "\n\n\n".join(parts) + "\n"
 
 

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import contextlib
-import os
 import time
 
 import torch
 
 from . import compat
 from .buffers import Buffers
+from .compat import simulator_enabled
 from .compile import compile_lock, load_kernels
 from .launch_shape import LaunchShape, check_launch_options, layout_launch_shape
 from .layout import Layout
@@ -17,10 +17,6 @@ from .tuning import SERIAL_MAX_ENVS
 
 _loaded: dict[tuple, object] = {}
 compile_seconds: dict[tuple, float] = {}
-
-
-def simulator_enabled() -> bool:
-    return os.environ.get("NUMBA_ENABLE_CUDASIM", "0") == "1"
 
 
 def cuda_usable() -> bool:

@@ -32,8 +32,8 @@ if TYPE_CHECKING:
     from .layout import Layout
 
 _memo: dict[tuple, frozenset[str] | None] = {}
-_direct_memo: dict[str, list | None] = {}
-_disk: dict | None = None
+_disk: dict | None = None  # what `_direct` found, loaded from disk on first use
+_dirty = False  # found here and not yet written
 # a call whose first argument is the state: ``name(s,`` or ``name(s)``
 _PASSES_STATE = re.compile(r"(?<![\w.])([A-Za-z_]\w*)\(s(?=[,)])")
 
@@ -68,21 +68,34 @@ def _closure(py, arg: int) -> frozenset[str] | None:
 def _direct(py, arg: int) -> list | None:
     """[the attributes ``fn`` reads off its state, [(module, qualname, argument) of the calls it passes it to]].
 
-    Read off Numba's IR (about 15 ms a function), so kept on disk beside the kernels, keyed by
-    the function's code: a warm process finds every answer there.
+    Read off Numba's IR (about 15 ms a function), so kept on disk beside the kernels (`flush`),
+    keyed by the function's code: a warm process finds every answer there.
     """
+    global _dirty
     key = f"{sys.version_info[:2]}:{py.__module__}:{py.__qualname__}:{arg}:" + \
         hashlib.sha256(marshal.dumps(py.__code__)).hexdigest()[:20]
-    if key in _direct_memo:
-        return _direct_memo[key]
     disk = _load_disk()
-    if key in disk:
-        _direct_memo[key] = disk[key]
-        return disk[key]
-    _direct_memo[key] = found = _read_ir(py, arg)
-    disk[key] = found
-    _save_disk(disk)
-    return found
+    if key not in disk:
+        disk[key] = _read_ir(py, arg)
+        _dirty = True
+    return disk[key]
+
+
+def flush():
+    """Writes what this process read off Numba's IR to the disk cache, if anything."""
+    global _dirty
+    if not _dirty:
+        return
+    _dirty = False
+    path = _disk_path()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+        with os.fdopen(fd, "w") as fh:
+            json.dump(_disk, fh)
+        os.replace(tmp, path)  # atomic; two processes writing at once lose an entry, found again later
+    except OSError:
+        pass
 
 
 def _disk_path():
@@ -99,18 +112,6 @@ def _load_disk() -> dict:
         except (OSError, ValueError):
             _disk = {}
     return _disk
-
-
-def _save_disk(disk: dict):
-    path = _disk_path()
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-        with os.fdopen(fd, "w") as fh:
-            json.dump(disk, fh)
-        os.replace(tmp, path)  # atomic; two processes writing at once lose an entry, found again later
-    except OSError:
-        pass
 
 
 def _read_ir(py, arg: int) -> list | None:
@@ -203,34 +204,34 @@ class SubStates:
 
     def __init__(self, layout: Layout, imports: dict):
         self.layout = layout
-        self.imports = {**imports, "_observing": ("gpu_zoo.core.episode", "observing")}
+        self.imports = imports  # alias -> (module, name) of each function the kernel text calls
+        self.helpers: dict[str, frozenset[str] | None] = {}  # generated functions: their fields
         self.types: dict[tuple, str] = {}
 
-    def fields_of_call(self, alias: str) -> frozenset[str] | None:
-        """The fields that the function imported as ``alias`` uses through its first argument."""
-        where = self.imports.get(alias)
+    def fields_of_call(self, name: str) -> frozenset[str] | None:
+        """The fields that the function called as ``name`` uses through its first argument."""
+        if name in self.helpers:
+            return self.helpers[name]
+        where = self.imports.get(name)
         if where is None:
             return None
         return state_fields(getattr(sys.modules[where[0]], where[1]), 0)
 
     def fields_of_source(self, body: str) -> frozenset[str] | None:
-        """The fields that generated code ``body`` uses through ``s``: its attributes and its calls' needs."""
-        used: set[str] = set()
-        for m in re.finditer(r"\bs\b", body):
-            after, before = body[m.end():m.end() + 1], body[:m.start()]
-            attr = re.match(r"\.(\w+)", body[m.end():])
-            call = re.search(r"(\w+)\($", before)
-            if after == "." and attr:
-                used.add(attr.group(1))
-            elif re.search(r"def \w+\($", before):  # the helper's own parameter
-                continue
-            elif call and after in ",)":
-                sub = self.fields_of_call(call.group(1))
-                if sub is None:
-                    return None
-                used |= sub
-            else:
+        """The fields that generated function ``body`` uses through its parameter ``s``.
+
+        Its attributes and what its calls passing ``s`` need; any other use of ``s``: None.
+        """
+        body = re.sub(r"def (\w+)\(s\b", r"def \1(", body, count=1)  # the function's own parameter
+        calls = _PASSES_STATE.findall(body)
+        if len(re.findall(r"(?<![\w.])s\b(?!\.)", body)) != len(calls):
+            return None
+        used = set(re.findall(r"(?<![\w.])s\.(\w+)", body))
+        for name in calls:
+            sub = self.fields_of_call(name)
+            if sub is None:
                 return None
+            used |= sub
         return frozenset(used)
 
     def arg(self, fields: frozenset[str] | None) -> str:
@@ -241,12 +242,9 @@ class SubStates:
         name = self.types.setdefault(names, f"_State{len(self.types)}")
         return f"{name}({', '.join('s.' + n for n in names)})"
 
-    def call(self, alias: str) -> str:
-        return self.arg(self.fields_of_call(alias))
-
     def narrow(self, code: str) -> str:
         """``code`` with the state it passes to each known function narrowed to that function's fields."""
-        return _PASSES_STATE.sub(lambda m: f"{m.group(1)}({self.call(m.group(1))}", code)
+        return _PASSES_STATE.sub(lambda m: f"{m.group(1)}({self.arg(self.fields_of_call(m.group(1)))}", code)
 
     def source(self) -> list[str]:
         return [f"{name} = namedtuple({name!r}, {names!r})" for names, name in self.types.items()]

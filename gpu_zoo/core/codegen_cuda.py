@@ -154,9 +154,10 @@ def _action_type(layout: Layout, g: str) -> tuple:
 def _prologue(name: str, args: str, layout: Layout, shape: LaunchShape, sim: bool) -> list[str]:
     """A kernel's head: its env and lane, whether the env exists (``ok``), its params, its scratch arrays."""
     tpe, epb = shape.threads_per_env, shape.envs_per_block
-    cap = f", max_registers={shape.max_registers}" if shape.max_registers else ""
+    cap = f"(max_registers={shape.max_registers})" if shape.max_registers else ""
     # Masks tell the compiler that env and lane are not negative (`NONNEG`).
-    return ["@cuda.jit" if sim else f"@cuda.jit(cache=True{cap})", f"def {name}({args}):",
+    # no Numba cache: each kernel's cubin is kept by `gpu_zoo.core.cubin`, which launches it
+    return ["@cuda.jit" if sim else f"@cuda.jit{cap}", f"def {name}({args}):",
             f"    s = {state_tuple(layout)}",
             "    n_env = s.t.shape[0]", "    tid = cuda.threadIdx.x & 1023",
             f"    e = (cuda.blockIdx.x & {NONNEG}) * {epb} + tid // {tpe}", f"    lane = tid & {tpe - 1}",

@@ -20,6 +20,13 @@ def simulator_enabled() -> bool:
     return os.environ.get("NUMBA_ENABLE_CUDASIM", "0") == "1"
 
 
+def numba_cuda_installed() -> bool:
+    """Whether numba-cuda is installed, found without importing it (which takes about half a second)."""
+    import importlib.util
+
+    return importlib.util.find_spec("numba_cuda") is not None
+
+
 def import_cuda():
     """``numba.cuda``, made usable on current NumPy. Raises ImportError with a hint if absent."""
     _numpy_shim()

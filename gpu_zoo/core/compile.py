@@ -38,6 +38,8 @@ from .plan import Stages, ladder_source, stages, step_kernels
 from .state_fields import SubStates, flush
 
 _OBSERVING = ("gpu_zoo.core.episode", "observing")  # imported as _observing by every generated module
+CUDA_KERNELS = ("drive", "step_phases", "step_observe", "step_finished")
+"""The kernels a generated CUDA module may hold: ``drive`` (a step or a reset), or the split step's three."""
 
 
 def cache_dir() -> Path:
@@ -166,21 +168,29 @@ def generate_source(layout: Layout, target: str, shape: LaunchShape | None) -> s
     return "\n\n\n".join(parts) + "\n"
 
 
-def load_kernels(layout: Layout, target: str, shape: LaunchShape | None):
-    """Writes (once) and imports the generated module; returns it (``.step``, ``.reset``)."""
+def _written(layout: Layout, target: str, shape: LaunchShape | None) -> tuple[str, Path]:
+    """(the generated module's name, its file in the cache), the file written if it is not there yet."""
     src = generate_source(layout, target, shape)
     digest = hashlib.sha256(src.encode()).hexdigest()[:20]
     modname = f"gpu_zoo_kernels_{layout.spec.id}_{target}_{digest}"
-    if modname in sys.modules:
-        return sys.modules[modname]
     folder = cache_dir()
-    folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{modname}.py"
+    if modname in sys.modules:
+        return modname, path
+    folder.mkdir(parents=True, exist_ok=True)
     if not path.exists() or path.read_text() != src:
         fd, tmp = tempfile.mkstemp(dir=folder, suffix=".tmp")
         with os.fdopen(fd, "w") as fh:
             fh.write(src)
         os.replace(tmp, path)  # atomic: a concurrent reader sees the old file or the new one
+    return modname, path
+
+
+def load_kernels(layout: Layout, target: str, shape: LaunchShape | None):
+    """Writes (once) and imports the generated module; returns it (``.step``, ``.reset``)."""
+    modname, path = _written(layout, target, shape)
+    if modname in sys.modules:
+        return sys.modules[modname]
     spec = importlib.util.spec_from_file_location(modname, path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[modname] = module
@@ -188,25 +198,79 @@ def load_kernels(layout: Layout, target: str, shape: LaunchShape | None):
     return module
 
 
-@contextlib.contextmanager
-def compile_lock(module):
-    """Held while ``module``'s kernels first compile: another process that needs the same module waits.
+def kernel_signature(module, name: str, layout: Layout) -> tuple:
+    """Numba's argument types of a generated CUDA kernel: its flag if it has one, then each field's array."""
+    import numba
 
-    It then loads what this process wrote to Numba's cache, where it would have compiled the
-    same kernels again: training ranks, vector-env workers and test workers started together
-    compile each configuration once. The lock is an advisory file lock beside the module, freed
-    by the system if its holder dies; where there is none (not POSIX), each process compiles.
+    dtypes = {"f64": numba.float64, "f32": numba.float32, "i32": numba.int32, "u8": numba.uint8}
+    arrays = tuple(numba.types.Array(dtypes[f.dtype], 1 + len(f.shape), "C") for f in layout.fields.values())
+    fn = getattr(module, name).py_func
+    first = next(iter(inspect.signature(fn).parameters))
+    return (numba.boolean, *arrays) if first == "resetting" else arrays  # `codegen_cuda.cuda_driver`'s flag
+
+
+class CudaKernels:
+    """A generated CUDA module's kernels as cubins (`gpu_zoo.core.cubin.Kernel`), by name."""
+
+    def __init__(self, name: str, path: Path, kernels: dict):
+        self.__name__, self.__file__ = name, str(path)
+        self.names = tuple(kernels)
+        for k, v in kernels.items():
+            setattr(self, k, v)
+
+
+def load_cuda_kernels(layout: Layout, shape: LaunchShape, cc: tuple[int, int]) -> CudaKernels:
+    """The kernels of a configuration for a GPU of compute capability ``cc``, compiled once for all processes.
+
+    A process finding every cubin in the cache loads them and imports neither the generated
+    module nor numba-cuda; otherwise it compiles (one process at a time per module: the others
+    wait, then load what it wrote).
+    """
+    from importlib.metadata import version
+
+    from . import cubin
+
+    modname, path = _written(layout, "cuda", shape)
+    names = _kernel_names(shape)
+    compiler = f"numba-cuda-{version('numba-cuda')}"
+    kernels = cubin.cached(path.parent, modname, names, cc, compiler)
+    if kernels is None:
+        with compile_lock(path):
+            kernels = cubin.cached(path.parent, modname, names, cc, compiler)
+            if kernels is None:
+                module = load_kernels(layout, "cuda", shape)
+                kernels = {}
+                for name in names:
+                    library = getattr(module, name).compile(kernel_signature(module, name, layout)).library
+                    kernels[name] = cubin.store(path.parent, modname, name, cc, compiler,
+                                                library.get_cubin(cc=cc), library.get_asm_str(cc=cc))
+    return CudaKernels(modname, path, kernels)
+
+
+def _kernel_names(shape: LaunchShape) -> tuple[str, ...]:
+    return CUDA_KERNELS[1:] if shape.split_observe else CUDA_KERNELS[:1]
+
+
+@contextlib.contextmanager
+def compile_lock(path):
+    """Held while the kernels of the generated module at ``path`` first compile: other processes wait.
+
+    A waiting process then loads what this one wrote (Numba's cache, or the cubins of
+    `load_cuda_kernels`) where it would have compiled the same kernels again: training ranks,
+    vector-env workers and test workers started together compile each configuration once. The
+    lock is an advisory file lock beside the module, freed by the system if its holder dies;
+    where there is none (not POSIX), each process compiles.
     """
     try:
         import fcntl
     except ImportError:
         yield
         return
-    with open(Path(module.__file__).with_suffix(".lock"), "a") as fh:
+    with open(Path(path).with_suffix(".lock"), "a") as fh:
         try:
             fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
-            logging.getLogger("gpu_zoo").info("waiting for another process compiling %s", module.__name__)
+            logging.getLogger("gpu_zoo").info("waiting for another process compiling %s", Path(path).stem)
             fcntl.flock(fh, fcntl.LOCK_EX)
         try:
             yield

@@ -10,7 +10,7 @@ import torch
 from . import compat
 from .buffers import Buffers
 from .compat import simulator_enabled
-from .compile import compile_lock, load_kernels
+from .compile import compile_lock, load_cuda_kernels, load_kernels
 from .launch_shape import LaunchShape, check_launch_options, layout_launch_shape
 from .layout import Layout
 from .tuning import SERIAL_MAX_ENVS
@@ -20,14 +20,10 @@ compile_seconds: dict[tuple, float] = {}
 
 
 def cuda_usable() -> bool:
-    """True when real CUDA kernels can run: torch sees a GPU and numba-cuda can compile."""
+    """True when real CUDA kernels can run: torch sees a GPU and numba-cuda is installed to compile them."""
     if simulator_enabled() or not torch.cuda.is_available():
         return False
-    try:
-        compat.import_cuda()
-    except ImportError:
-        return False
-    return True
+    return compat.numba_cuda_installed()
 
 
 def check_cuda_device(device: torch.device):
@@ -72,39 +68,52 @@ class Launcher:
             self.shape = None
             self._to_array = _host_array
         elif target == "cuda":
-            cuda = compat.import_cuda()
             self.simulator = simulator_enabled()
             if self.simulator != (dev.type == "cpu"):
                 raise ValueError("the cuda target runs on CUDA tensors, or on CPU tensors under "
                                  f"NUMBA_ENABLE_CUDASIM=1; got device {dev} with the simulator "
                                  f"{'on' if self.simulator else 'off'}")
+            if self.simulator:
+                compat.import_cuda()
+            elif not compat.numba_cuda_installed():
+                raise ImportError("the CUDA target needs numba-cuda: pip install 'gpu_zoo[cuda]'")
             self.shape = layout_launch_shape(layout, buffers.num_envs, self.simulator, block, threads_per_env,
                                              max_registers, split_observe)
-            self._to_array = _host_array if self.simulator else cuda.as_cuda_array
-            self._cuda = cuda
-            self._stream_handle = None
+            # real kernels take the tensors themselves (`cubin.Kernel.bind`)
+            self._to_array = _host_array if self.simulator else (lambda t: t)
         else:
             raise ValueError(f"target must be 'cpu' or 'cuda', got {target!r}")
         self.num_envs = buffers.num_envs
         with self._on_device():
             self._args = buffers.kernel_args(self._to_array)
-        key = (layout.key(), target, self.shape)
+        self._real_cuda = target == "cuda" and not self.simulator
+        cc = torch.cuda.get_device_capability(dev) if self._real_cuda else None
+        key = (layout.key(), target, self.shape, *((cc,) if cc else ()))
         if key not in _loaded:
             t0 = time.perf_counter()
-            kind = "cudasim" if target == "cuda" and self.simulator else target
-            _loaded[key] = self.module = load_kernels(layout, kind, self.shape)
-            # the simulator compiles nothing and caches nothing: no other process waits on it
-            with contextlib.nullcontext() if kind == "cudasim" else compile_lock(self.module):
-                self._warm(buffers)
+            if self._real_cuda:  # compiled (or found in the cache) here; nothing to warm up
+                with self._on_device():
+                    _loaded[key] = load_cuda_kernels(layout, self.shape, cc)
+            else:
+                kind = "cudasim" if target == "cuda" else target
+                _loaded[key] = self.module = load_kernels(layout, kind, self.shape)
+                # the simulator compiles nothing and caches nothing: no other process waits on it
+                with contextlib.nullcontext() if kind == "cudasim" else compile_lock(self.module.__file__):
+                    self._warm(buffers)
             compile_seconds[key] = time.perf_counter() - t0
         self.module = _loaded[key]
         self.compile_key = key
-        self._steps = tuple((kernel, shape, (*lead, *self._args)) for kernel, shape, lead in self._step_kernels())
-        kernel, shape, lead = self._reset_kernel()
-        self._reset = (kernel, shape, (*lead, *self._args))
+        self._steps = tuple(self._bound(*kernel, self._args) for kernel in self._step_kernels())
+        self._reset = self._bound(*self._reset_kernel(), self._args)
+
+    def _bound(self, kernel, shape: LaunchShape | None, lead: tuple, args: tuple) -> tuple:
+        """(what to call, its launch shape, its arguments): a real CUDA kernel packs its arguments once."""
+        if self._real_cuda:
+            return kernel.bind(lead, args), shape, ()
+        return kernel, shape, (*lead, *args)
 
     def _warm(self, buffers: Buffers):
-        """Compiles the kernels now, on a one-env scratch batch, so the first real call is not slow."""
+        """Compiles the kernels now (CPU, simulator), on a one-env scratch batch, so the first real call is not slow."""
         scratch = Buffers(buffers.layout, 1, buffers.device)
         # env 0's state (its params, max_cycles, the env's constant tables): zeros would divide by zero
         for name, view in scratch.raw.items():
@@ -123,13 +132,6 @@ class Launcher:
             return torch.cuda.device(self.device)
         return contextlib.nullcontext()
 
-    def _stream(self):
-        handle = torch.cuda.current_stream(self.device).cuda_stream
-        if handle != self._stream_handle:
-            self._stream_handle = handle
-            self._numba_stream = self._cuda.external_stream(handle)
-        return self._numba_stream
-
     def _launch(self, kernel, args: tuple, num_envs: int | None = None, shape: LaunchShape | None = None):
         if self.target == "cpu":
             kernel(*args)
@@ -138,8 +140,8 @@ class Launcher:
         if self.simulator:
             kernel[grid, shape.block](*args)
             return
-        with self._on_device():
-            kernel[grid, shape.block, self._stream()](*args)
+        with self._on_device():  # on torch's stream: ordered with the torch work around it, captured in graphs
+            kernel(grid, shape.block, torch.cuda.current_stream(self.device).cuda_stream)
 
     def _step_kernels(self) -> tuple:
         """(kernel, launch shape, leading arguments) of each kernel of a step, in order.

@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import importlib.util
-import inspect
 import json
 import os
 import subprocess
@@ -24,8 +23,6 @@ import types
 from importlib.metadata import version
 
 CC = (9, 0)  # Hopper: the GPUs the benchmarks run on
-KERNELS = ("drive", "step_phases", "step_observe", "step_finished")
-"""The kernels a generated CUDA module may hold: ``drive`` (a step or a reset), or the split step's three."""
 
 
 class CudaCompileError(RuntimeError):
@@ -69,30 +66,28 @@ def compile_kernels(env_id: str, num_envs: int = 2000, cc: tuple[int, int] = CC,
 def kernel_ptx(env_id: str, name: str = "drive", num_envs: int = 2000, cc: tuple[int, int] = CC,
                threads_per_env: int | None = None, **params):
     """(the PTX of one kernel, its launch shape), compiled here (the simulator must be off)."""
-    module, sig, shape = _kernels(env_id, num_envs, params, threads_per_env)
-    return _ptx(module, name, sig, cc, env_id, params), shape
+    module, layout, shape = _kernels(env_id, num_envs, params, threads_per_env)
+    return _ptx(module, name, layout, cc, env_id, params), shape
 
 
 def _compile_all(env_id: str, num_envs: int, cc, params: dict) -> dict[str, int]:
-    from gpu_zoo.core.compile import cache_dir
+    from gpu_zoo.core.compile import CUDA_KERNELS, cache_dir
 
-    module, sig, _ = _kernels(env_id, num_envs, params)
+    module, layout, _ = _kernels(env_id, num_envs, params)
     folder = cache_dir() / "ptx"
     sizes = {}
-    for name in (k for k in KERNELS if hasattr(module, k)):
+    for name in (k for k in CUDA_KERNELS if hasattr(module, k)):
         # the module's name holds its source's digest, which covers every file its kernels call into
         marker = folder / f"{module.__name__}.{name}.sm{cc[0]}{cc[1]}.numba-cuda-{version('numba-cuda')}"
         if not marker.exists():
             folder.mkdir(parents=True, exist_ok=True)
-            marker.write_text(str(len(_ptx(module, name, sig, cc, env_id, params))))
+            marker.write_text(str(len(_ptx(module, name, layout, cc, env_id, params))))
         sizes[name] = int(marker.read_text())
     return sizes
 
 
 def _kernels(env_id: str, num_envs: int, params: dict, threads_per_env: int | None = None):
-    """(the generated CUDA module, its kernels' signature, the launch shape) of a configuration."""
-    import numba
-
+    """(the generated CUDA module, its layout, the launch shape) of a configuration."""
     from gpu_zoo.core.compile import load_kernels
     from gpu_zoo.core.launch_shape import layout_launch_shape
     from gpu_zoo.core.layout import Layout
@@ -101,18 +96,16 @@ def _kernels(env_id: str, num_envs: int, params: dict, threads_per_env: int | No
     spec = get_spec(env_id)
     layout = Layout(spec, spec.make_params(**params))
     shape = layout_launch_shape(layout, num_envs, threads_per_env=threads_per_env)
-    dtypes = {"f64": numba.float64, "f32": numba.float32, "i32": numba.int32, "u8": numba.uint8}
-    sig = tuple(numba.types.Array(dtypes[f.dtype], 1 + len(f.shape), "C") for f in layout.fields.values())
-    return load_kernels(layout, "cuda", shape), sig, shape
+    return load_kernels(layout, "cuda", shape), layout, shape
 
 
-def _ptx(module, name: str, sig, cc, env_id: str, params: dict) -> str:
-    import numba
+def _ptx(module, name: str, layout, cc, env_id: str, params: dict) -> str:
     from numba import cuda
 
+    from gpu_zoo.core.compile import kernel_signature
+
     fn = getattr(module, name).py_func
-    if next(iter(inspect.signature(fn).parameters)) == "resetting":  # a step or a reset (`codegen_cuda.cuda_driver`)
-        sig = (numba.boolean, *sig)
+    sig = kernel_signature(module, name, layout)
     try:
         with _compute_capability(cc):
             return cuda.compile_ptx(fn, sig, cc=cc)[0]

@@ -228,7 +228,7 @@ def load_cuda_kernels(layout: Layout, shape: LaunchShape, cc: tuple[int, int]) -
     """
     from importlib.metadata import version
 
-    from . import cubin
+    from . import compat, cubin
 
     modname, path = _written(layout, "cuda", shape)
     names = _kernel_names(shape)
@@ -238,6 +238,7 @@ def load_cuda_kernels(layout: Layout, shape: LaunchShape, cc: tuple[int, int]) -
         with compile_lock(path):
             kernels = cubin.cached(path.parent, modname, names, cc, compiler)
             if kernels is None:
+                compat.import_cuda()  # numba-cuda made usable on this NumPy before the module imports it
                 module = load_kernels(layout, "cuda", shape)
                 kernels = {}
                 for name in names:

@@ -88,6 +88,7 @@ def _compile_all(env_id: str, num_envs: int, cc, params: dict) -> dict[str, int]
 
 def _kernels(env_id: str, num_envs: int, params: dict, threads_per_env: int | None = None):
     """(the generated CUDA module, its layout, the launch shape) of a configuration."""
+    from gpu_zoo.core import compat
     from gpu_zoo.core.compile import load_kernels
     from gpu_zoo.core.launch_shape import layout_launch_shape
     from gpu_zoo.core.layout import Layout
@@ -96,6 +97,7 @@ def _kernels(env_id: str, num_envs: int, params: dict, threads_per_env: int | No
     spec = get_spec(env_id)
     layout = Layout(spec, spec.make_params(**params))
     shape = layout_launch_shape(layout, num_envs, threads_per_env=threads_per_env)
+    compat.import_cuda()  # numba-cuda made usable on this NumPy before the module imports it
     return load_kernels(layout, "cuda", shape), layout, shape
 
 

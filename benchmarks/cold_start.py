@@ -49,7 +49,7 @@ def configurations() -> list[tuple[str, dict]]:
     return out
 
 
-def _child(env_id: str, params: dict, device: str, profile: str | None = None) -> dict:
+def _child(env_id: str, params: dict, device: str, profile: str | None = None, cold: bool = True) -> dict:
     """One process's start: imports, then make, reset and one step, each timed (run in a fresh process).
 
     ``profile``: a file for cProfile's table of make, reset and step (by cumulative, then own time).
@@ -65,7 +65,9 @@ def _child(env_id: str, params: dict, device: str, profile: str | None = None) -
     spent = {"numba:compile": 0.0, "numba:llvm_lock": 0.0}
     timers = contextlib.ExitStack()
     sources = [(event, "numba:")]
-    if device == "cuda":  # numba-cuda compiles through its own copy of Numba's core, with its own event kinds
+    # numba-cuda compiles through its own copy of Numba's core, with its own event kinds; a warm
+    # process loads its kernels' cubins without it (`gpu_zoo.core.cubin`), so only a cold one imports it
+    if device == "cuda" and cold:
         with contextlib.suppress(ImportError):
             from numba.cuda.core import event as cuda_event
 
@@ -112,10 +114,12 @@ def _child(env_id: str, params: dict, device: str, profile: str | None = None) -
                                  + text.getvalue().replace(root, ""))
     return {"import_s": imported - t0, "make_s": made - start, "reset_s": was_reset - made,
             "step_s": stepped - was_reset, "first_step_s": stepped - start,
-            "compile_s": spent["numba:compile"], "llvm_s": spent["numba:llvm_lock"], "numba": numba.__version__}
+            "compile_s": spent["numba:compile"], "llvm_s": spent["numba:llvm_lock"], "numba": numba.__version__,
+            "numba_cuda_imported": "numba_cuda" in sys.modules}
 
 
-def measure(env_id: str, params: dict, device: str, cache: Path, timeout: float, profile: Path | None = None) -> dict:
+def measure(env_id: str, params: dict, device: str, cache: Path, timeout: float, profile: Path | None = None,
+            cold: bool = True) -> dict:
     """The child's figures, from a fresh process whose kernel caches live in ``cache``.
 
     Python's bytecode cache stays on, as on a user's machine (an installed package has its ``.pyc``
@@ -126,7 +130,7 @@ def measure(env_id: str, params: dict, device: str, cache: Path, timeout: float,
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     env |= {"GPU_ZOO_CACHE_DIR": str(cache / "kernels"), "NUMBA_CACHE_DIR": str(cache / "numba")}
     cmd = [sys.executable, "-m", "benchmarks.cold_start", "--child", env_id, "--params", json.dumps(params),
-           "--device", device, *(["--profile-file", str(profile)] if profile else [])]
+           "--device", device, *(["--profile-file", str(profile)] if profile else []), *([] if cold else ["--warm"])]
     wall = time.perf_counter()
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
     wall = time.perf_counter() - wall
@@ -139,8 +143,8 @@ def _cold_then_warm(env_id: str, params: dict, device: str, timeout: float, prof
                     profiled: str = "cold") -> list[tuple[str, dict]]:
     """Both figures of one configuration: empty caches, then what they filled; the ``profiled`` one into ``profile``."""
     with tempfile.TemporaryDirectory(prefix="gpu_zoo_cold_") as folder:
-        return [(cache, measure(env_id, params, device, Path(folder), timeout, profile if cache == profiled else None))
-                for cache in ("cold", "warm")]
+        return [(cache, measure(env_id, params, device, Path(folder), timeout, profile if cache == profiled else None,
+                                cache == "cold")) for cache in ("cold", "warm")]
 
 
 def run(device: str, out: Path, label: str | None, only: str | None, timeout: float, jobs: int = 1,
@@ -193,9 +197,10 @@ def main(argv=None):
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--profile-file", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--params", default="{}", help=argparse.SUPPRESS)
+    ap.add_argument("--warm", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.child:
-        print(json.dumps(_child(args.child, json.loads(args.params), args.device, args.profile_file)))
+        print(json.dumps(_child(args.child, json.loads(args.params), args.device, args.profile_file, not args.warm)))
         return
     print(f"wrote {run(args.device, Path(args.out), args.label, args.only, args.timeout_s, args.jobs, args.profile)}")
 

@@ -85,3 +85,18 @@ def test_the_buffers_fill_the_compiled_kernels_parameters_exactly():
     launch = Kernel(b"", entry, tuple(params)).bind((False,), tuple(buffers.raw.values()))
     assert params[0] == "u8" and set(params[1:]) == {"u64"}
     assert len(launch._values) == len(params)
+
+
+@pytest.mark.cuda
+def test_a_warm_process_launches_the_cached_cubins_without_numba_cuda(tmp_path):
+    code = ("import sys, torch, gpu_zoo; env = gpu_zoo.make('simple_v3', num_envs=64, device='cuda'); "
+            "env.reset(seed=1); env.step(env.sample_actions()); torch.cuda.synchronize(); "
+            "print(float(env.buffers.fields.t.float().sum()), 'numba_cuda' in sys.modules)")
+    env = {**os.environ, "GPU_ZOO_CACHE_DIR": str(tmp_path), "NUMBA_CACHE_DIR": str(tmp_path)}
+    runs = [subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=600)
+            for _ in range(2)]
+    assert all(r.returncode == 0 for r in runs), runs[-1].stderr[-3000:]
+    (t_cold, cold_imported), (t_warm, warm_imported) = (r.stdout.split()[-2:] for r in runs)
+    assert cold_imported == "True" and warm_imported == "False"  # the cold one compiled
+    assert t_cold == t_warm == "64.0"  # every env stepped once
+    assert list(tmp_path.glob("*.drive.sm*.cubin")) and list(tmp_path.glob("*.drive.sm*.json"))

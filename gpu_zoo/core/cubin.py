@@ -138,6 +138,11 @@ class Kernel:
                              f"scalars and {len(arrays)} arrays give {len(values)}")
         return Launch(self, [_CTYPES[p](v) for p, v in zip(self.params, values, strict=True)])
 
+    def load(self) -> Kernel:
+        """Loads the module into the current context now: a first launch inside a CUDA graph's capture could not."""
+        self.function()
+        return self
+
 
 class Launch:
     """A kernel bound to its arguments; calling it launches on a CUDA stream."""

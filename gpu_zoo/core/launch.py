@@ -109,7 +109,8 @@ class Launcher:
     def _bound(self, kernel, shape: LaunchShape | None, lead: tuple, args: tuple) -> tuple:
         """(what to call, its launch shape, its arguments): a real CUDA kernel packs its arguments once."""
         if self._real_cuda:
-            return kernel.bind(lead, args), shape, ()
+            with self._on_device():
+                return kernel.load().bind(lead, args), shape, ()
         return kernel, shape, (*lead, *args)
 
     def _warm(self, buffers: Buffers):

@@ -214,7 +214,6 @@ class CudaKernels:
 
     def __init__(self, name: str, path: Path, kernels: dict):
         self.__name__, self.__file__ = name, str(path)
-        self.names = tuple(kernels)
         for k, v in kernels.items():
             setattr(self, k, v)
 

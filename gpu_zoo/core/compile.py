@@ -242,8 +242,9 @@ def load_cuda_kernels(layout: Layout, shape: LaunchShape, cc: tuple[int, int]) -
                 kernels = {}
                 for name in names:
                     library = getattr(module, name).compile(kernel_signature(module, name, layout)).library
+                    image = library.get_cubin(cc=cc)  # bytes, or cuda.core's ObjectCode holding them
                     kernels[name] = cubin.store(path.parent, modname, name, cc, compiler,
-                                                library.get_cubin(cc=cc), library.get_asm_str(cc=cc))
+                                                bytes(getattr(image, "code", image)), library.get_asm_str(cc=cc))
     return CudaKernels(modname, path, kernels)
 
 

@@ -74,7 +74,6 @@ def _driver():
             "cuDevicePrimaryCtxRetain": (ctypes.POINTER(vp), ctypes.c_int),
             "cuModuleLoadData": (ctypes.POINTER(vp), ctypes.c_char_p),
             "cuModuleGetFunction": (ctypes.POINTER(vp), vp, ctypes.c_char_p),
-            "cuFuncGetAttribute": (ctypes.POINTER(ctypes.c_int), ctypes.c_int, vp),
             "cuLaunchKernel": (vp, u, u, u, u, u, u, u, vp, ctypes.POINTER(vp), ctypes.POINTER(vp)),
         }.items():
             fn = getattr(lib, name)
@@ -106,8 +105,8 @@ def _current_context() -> int:
 class Kernel:
     """One compiled kernel: its cubin, loaded into each CUDA context that launches it."""
 
-    def __init__(self, image: bytes, entry: str, params: tuple[str, ...]):
-        self.image, self.entry, self.params = image, entry, params
+    def __init__(self, image: bytes, entry: str, params: tuple[str, ...], origin: str = "memory"):
+        self.image, self.entry, self.params, self.origin = image, entry, params, origin
         self._functions: dict[int, ctypes.c_void_p] = {}
 
     def function(self) -> ctypes.c_void_p:
@@ -117,16 +116,12 @@ class Kernel:
         if fn is None:
             lib = _driver()
             module, fn = ctypes.c_void_p(), ctypes.c_void_p()
-            _check(lib.cuModuleLoadData(ctypes.byref(module), self.image), f"loading kernel {self.entry[:60]}")
+            _check(lib.cuModuleLoadData(ctypes.byref(module), self.image),
+                   f"loading the cubin {self.origin}.cubin (made for another GPU or by a newer CUDA than this "
+                   f"driver's? delete {self.origin}.* and it compiles again)")
             _check(lib.cuModuleGetFunction(ctypes.byref(fn), module, self.entry.encode()), "cuModuleGetFunction")
             self._functions[ctx] = fn
         return fn
-
-    def registers(self) -> int:
-        """Registers per thread, as compiled (``CU_FUNC_ATTRIBUTE_NUM_REGS``)."""
-        out = ctypes.c_int()
-        _check(_driver().cuFuncGetAttribute(ctypes.byref(out), 4, self.function()), "cuFuncGetAttribute")
-        return out.value
 
     def bind(self, lead: tuple, arrays: tuple[torch.Tensor, ...]) -> Launch:
         """This kernel with its arguments packed: leading scalars, then one array per state field."""
@@ -172,7 +167,7 @@ def cached(folder: Path, module_name: str, names: tuple[str, ...], cc, compiler:
             image = stem.with_name(stem.name + ".cubin").read_bytes()
         except (OSError, ValueError):
             return None
-        out[name] = Kernel(image, meta["entry"], tuple(meta["params"]))
+        out[name] = Kernel(image, meta["entry"], tuple(meta["params"]), str(stem))
     return out
 
 
@@ -185,4 +180,4 @@ def store(folder: Path, module_name: str, name: str, cc, compiler: str, image: b
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
         os.replace(tmp, stem.with_name(stem.name + suffix))
-    return Kernel(image, entry, params)
+    return Kernel(image, entry, params, str(stem))

@@ -46,3 +46,11 @@ def _rotate(x):
     v = x[(i + 1) % 8]
     cuda.syncthreads()
     x[i] = v
+
+
+def test_numba_cuda_is_found_without_being_imported(monkeypatch):
+    import importlib.util
+
+    assert compat.numba_cuda_installed()  # a dependency of the tests (the simulator is numba-cuda's)
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None)
+    assert not compat.numba_cuda_installed()

@@ -1,4 +1,4 @@
-"""Host time of one env step launched eagerly (no CUDA graph), and the rate with a graph, on one GPU.
+"""Host time of one env step launched eagerly (no CUDA graph), and the step rate with and without a graph.
 
     python -m benchmarks.launch_cost simple_tag_v3 --num-envs 1024
     python -m benchmarks.launch_cost tag_continuous_v0 --num-envs 2000 --kw num_taggers=5 num_runners=95
@@ -12,27 +12,9 @@ where figures against peers come from.
 from __future__ import annotations
 
 import argparse
-import time
 
-import torch
-
-import gpu_zoo
-from benchmarks.probe import _kwargs
-
-
-def step_seconds(env, steps: int, repeats: int) -> float:
-    """The best of ``repeats`` timings of ``steps`` steps, per step, the GPU synchronised at each end."""
-    for _ in range(50):
-        env.step()
-    torch.cuda.synchronize()
-    best = float("inf")
-    for _ in range(repeats):
-        t = time.perf_counter()
-        for _ in range(steps):
-            env.step()
-        torch.cuda.synchronize()
-        best = min(best, (time.perf_counter() - t) / steps)
-    return best
+from benchmarks.probe import ready_env
+from benchmarks.timing import host_us_per_step, time_steps
 
 
 def main(argv=None):
@@ -40,18 +22,14 @@ def main(argv=None):
     ap.add_argument("env_id")
     ap.add_argument("--num-envs", type=int, default=1024)
     ap.add_argument("--kw", nargs="*", default=[], metavar="NAME=VALUE", help="env constructor arguments")
-    ap.add_argument("--steps", type=int, default=400)
-    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--seconds", type=float, default=0.5, help="timed seconds per repeat")
     args = ap.parse_args(argv)
     for graph in (False, True):
-        env = gpu_zoo.make(args.env_id, num_envs=args.num_envs, device="cuda", validate=False, cuda_graph=graph,
-                           **_kwargs(args.kw))
-        env.reset(seed=0)
-        for g, a in env.sample_actions(torch.Generator(device="cuda").manual_seed(0)).items():
-            env.actions[g].copy_(a)
-        s = step_seconds(env, args.steps, args.repeats)
-        print(f"{args.env_id} {args.num_envs} envs, {'graph' if graph else 'eager'}: {s * 1e6:.1f} us a step, "
-              f"{args.num_envs / s:.3e} env-steps/s", flush=True)
+        env = ready_env(args.env_id, args.num_envs, args.kw, cuda_graph=graph)
+        host = host_us_per_step(env.step, env.device)
+        rate = time_steps(env.step, env.device, target_s=args.seconds, repeats=3).summary(args.num_envs)
+        print(f"{args.env_id} {args.num_envs} envs, {'graph' if graph else 'eager'}: host {host:.1f} us a step, "
+              f"{rate['median']:.3e} env-steps/s", flush=True)
 
 
 if __name__ == "__main__":

@@ -30,15 +30,20 @@ def _kwargs(pairs: list[str]) -> dict:
     return out
 
 
-def _env(args, tpe, regs=0, split=None):
-    env = gpu_zoo.make(args.env_id, num_envs=args.num_envs, device="cuda", validate=False,
-                       cuda_graph=not args.profile, threads_per_env=tpe or None, max_registers=regs or None,
-                       split_observe=split, **_kwargs(args.kw))
+def ready_env(env_id: str, num_envs: int, kw: list[str], cuda_graph: bool = True, **launch):
+    """A CUDA env reset with seed 0, its actions drawn once and left in place: ``env.step()`` steps it."""
+    env = gpu_zoo.make(env_id, num_envs=num_envs, device="cuda", validate=False, cuda_graph=cuda_graph,
+                       **launch, **_kwargs(kw))
     env.reset(seed=0)
     gen = torch.Generator(device="cuda").manual_seed(0)
     for g, a in env.sample_actions(gen).items():
         env.actions[g].copy_(a)
     return env
+
+
+def _env(args, tpe, regs=0, split=None):
+    return ready_env(args.env_id, args.num_envs, args.kw, cuda_graph=not args.profile, threads_per_env=tpe or None,
+                     max_registers=regs or None, split_observe=split)
 
 
 def main(argv=None):

@@ -225,13 +225,11 @@ def load_cuda_kernels(layout: Layout, shape: LaunchShape, cc: tuple[int, int]) -
     module nor numba-cuda; otherwise it compiles (one process at a time per module: the others
     wait, then load what it wrote).
     """
-    from importlib.metadata import version
-
     from . import compat, cubin
 
     modname, path = _written(layout, "cuda", shape)
     names = _kernel_names(shape)
-    compiler = f"numba-cuda-{version('numba-cuda')}"
+    compiler = cuda_compiler()
     kernels = cubin.cached(path.parent, modname, names, cc, compiler)
     if kernels is None:
         with compile_lock(path):
@@ -241,11 +239,18 @@ def load_cuda_kernels(layout: Layout, shape: LaunchShape, cc: tuple[int, int]) -
                 module = load_kernels(layout, "cuda", shape)
                 kernels = {}
                 for name in names:
-                    library = getattr(module, name).compile(kernel_signature(module, name, layout)).library
-                    image = library.get_cubin(cc=cc)  # bytes, or cuda.core's ObjectCode holding them
+                    compiled = getattr(module, name).compile(kernel_signature(module, name, layout)).library
+                    image = compiled.get_cubin(cc=cc)  # bytes, or cuda.core's ObjectCode holding them
                     kernels[name] = cubin.store(path.parent, modname, name, cc, compiler,
-                                                bytes(getattr(image, "code", image)), library.get_asm_str(cc=cc))
+                                                bytes(getattr(image, "code", image)), compiled.get_asm_str(cc=cc))
     return CudaKernels(modname, path, kernels)
+
+
+def cuda_compiler() -> str:
+    """The compiler release in the name of every CUDA product kept in the cache (cubins, PTX markers)."""
+    from importlib.metadata import version
+
+    return f"numba-cuda-{version('numba-cuda')}"
 
 
 def _kernel_names(shape: LaunchShape) -> tuple[str, ...]:

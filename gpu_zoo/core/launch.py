@@ -88,7 +88,7 @@ class Launcher:
             self._args = buffers.kernel_args(self._to_array)
         self._real_cuda = target == "cuda" and not self.simulator
         cc = torch.cuda.get_device_capability(dev) if self._real_cuda else None
-        key = (layout.key(), target, self.shape, *((cc,) if cc else ()))
+        key = (layout.key(), target, self.shape, cc)
         if key not in _loaded:
             t0 = time.perf_counter()
             if self._real_cuda:  # compiled (or found in the cache) here; nothing to warm up

@@ -20,7 +20,6 @@ import os
 import subprocess
 import sys
 import types
-from importlib.metadata import version
 
 CC = (9, 0)  # Hopper: the GPUs the benchmarks run on
 
@@ -71,14 +70,14 @@ def kernel_ptx(env_id: str, name: str = "drive", num_envs: int = 2000, cc: tuple
 
 
 def _compile_all(env_id: str, num_envs: int, cc, params: dict) -> dict[str, int]:
-    from gpu_zoo.core.compile import CUDA_KERNELS, cache_dir
+    from gpu_zoo.core.compile import CUDA_KERNELS, cache_dir, cuda_compiler
 
     module, layout, _ = _kernels(env_id, num_envs, params)
     folder = cache_dir() / "ptx"
     sizes = {}
     for name in (k for k in CUDA_KERNELS if hasattr(module, k)):
         # the module's name holds its source's digest, which covers every file its kernels call into
-        marker = folder / f"{module.__name__}.{name}.sm{cc[0]}{cc[1]}.numba-cuda-{version('numba-cuda')}"
+        marker = folder / f"{module.__name__}.{name}.sm{cc[0]}{cc[1]}.{cuda_compiler()}"
         if not marker.exists():
             folder.mkdir(parents=True, exist_ok=True)
             marker.write_text(str(len(_ptx(module, name, layout, cc, env_id, params))))

@@ -37,16 +37,9 @@ NUM_ENVS = 4
 
 def configurations() -> list[tuple[str, dict]]:
     """(env id, constructor arguments): each env's defaults, then its preset's when they differ."""
-    import gpu_zoo
-    from trainers.config import PRESETS
+    from trainers.config import shipped_configurations
 
-    out = []
-    for env_id in gpu_zoo.registered_envs():
-        out.append((env_id, {}))
-        preset = PRESETS.get(env_id)
-        if preset is not None and preset.env_kwargs:
-            out.append((env_id, dict(preset.env_kwargs)))
-    return out
+    return [(env_id, params) for env_id, params, _ in shipped_configurations()]
 
 
 def _child(env_id: str, params: dict, device: str, profile: str | None = None, cold: bool = True) -> dict:

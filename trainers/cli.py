@@ -6,6 +6,7 @@ gpu-zoo train --resume runs/tag_gridworld_v0/checkpoint.pt --total-env-steps 800
 gpu-zoo eval runs/tag_gridworld_v0/checkpoint.pt --episodes 100 --gif out.gif
 gpu-zoo presets
 gpu-zoo show-kernel simple_tag_v3 --target cuda --param num_adversaries=5   # the generated kernel source
+gpu-zoo compile --device cuda                         # fill the kernel cache: every env, defaults and presets
 torchrun --standalone --nproc-per-node=4 -m trainers.cli train simple_tag_v3 --device cuda   # 4 GPUs
 """
 
@@ -21,6 +22,8 @@ from torch.distributed.elastic.multiprocessing.errors import record
 
 from trainers.config import PRESETS, RUN_CONTROL, Args, changed_settings, field_docs, preset, with_overrides
 
+DEFAULT_COMPILE_ENVS = 1024
+"""``gpu-zoo compile``'s batch size where neither the command nor a preset names one."""
 _TYPES = {"int": int, "float": float, "float | None": float, "str": str, "str | None": str, "dict": json.loads}
 
 
@@ -66,6 +69,19 @@ def build_parser() -> argparse.ArgumentParser:
     sk.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
                     help="a constructor argument (a Python literal, else a string); repeat for more; launch "
                          "options (threads_per_env, max_registers, split_observe, block) too")
+    co = sub.add_parser("compile", help="compile kernels into the cache now, so that later runs start warm",
+                        description="Compile the kernels of ENV_IDs (default: every registered env) into the "
+                                    "kernel cache, as a first step would: each env's defaults and its preset's "
+                                    "configuration, or the one --param names. Later processes on this cache "
+                                    "(GPU_ZOO_CACHE_DIR, else ~/.cache/gpu_zoo) start warm.")
+    co.add_argument("env", nargs="*", metavar="ENV_ID", help="registered env ids (default: all)")
+    co.add_argument("--device", default=None, help="cuda or cpu (default: cuda if usable)")
+    co.add_argument("--num-envs", type=int, default=None,
+                    help="batch size, which picks the CUDA launch shape: the one the run will use (default: the "
+                         f"preset's for a preset's configuration, else {DEFAULT_COMPILE_ENVS})")
+    co.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
+                    help="a constructor argument or launch option, as for show-kernel; needs ENV_IDs and "
+                         "compiles only that configuration")
     return ap
 
 
@@ -78,19 +94,63 @@ def _literal(text: str):
         return text
 
 
-def cmd_show_kernel(ns, parser) -> int:
-    from gpu_zoo.core.kernel_source import kernel_source
-
+def _params(ns, parser) -> dict:
     params = {}
     for item in ns.param:
         key, sep, value = item.partition("=")
         if not sep or not key:
             parser.error(f"--param takes KEY=VALUE, got {item!r}")
         params[key] = _literal(value)
+    return params
+
+
+def cmd_show_kernel(ns, parser) -> int:
+    from gpu_zoo.core.kernel_source import kernel_source
+
+    params = _params(ns, parser)
     try:
         print(kernel_source(ns.env, ns.target, ns.num_envs, **params), end="")
     except (TypeError, ValueError) as err:
         parser.error(str(err))
+    return 0
+
+
+def compile_plan(ns, parser) -> list[tuple[str, dict, int]]:
+    """(env id, constructor arguments, batch size) for each configuration ``gpu-zoo compile`` asks for."""
+    import gpu_zoo
+    from gpu_zoo.core.params import check_count
+    from trainers.config import shipped_configurations
+
+    params = _params(ns, parser)
+    if params and not ns.env:
+        parser.error("--param needs the ENV_IDs it applies to")
+    unknown = [e for e in ns.env if e not in gpu_zoo.registered_envs()]
+    if unknown:
+        parser.error(f"unknown env ids {unknown}; registered: {', '.join(gpu_zoo.registered_envs())}")
+    if ns.num_envs is not None:
+        try:
+            check_count("num_envs", ns.num_envs)
+        except (TypeError, ValueError) as err:
+            parser.error(str(err))
+    envs = list(dict.fromkeys(ns.env)) or None
+    plan = [(e, params, None) for e in envs] if params else shipped_configurations(envs)
+    return [(e, kw, ns.num_envs or n or DEFAULT_COMPILE_ENVS) for e, kw, n in plan]
+
+
+def cmd_compile(ns, parser) -> int:
+    from gpu_zoo.core.precompile import cache_folders, precompile
+
+    plan = compile_plan(ns, parser)
+    print(f"kernel cache: {', '.join(map(str, cache_folders()))}", flush=True)
+    for k, (env_id, params, num_envs) in enumerate(plan, 1):
+        config = ", ".join(f"{key}={v!r}" for key, v in params.items()) or "defaults"
+        try:
+            done = precompile(env_id, num_envs, ns.device, **params)
+        except (TypeError, ValueError, RuntimeError) as err:  # a bad argument, or no usable device
+            parser.error(f"{env_id} ({config}): {err}")
+        what = f"compiled, {len(done.written)} files" if done.written else "already in the cache"
+        print(f"[{k}/{len(plan)}] {env_id} {config}, {num_envs} envs on {done.device}: "
+              f"{done.seconds:.1f} s ({what})", flush=True)
     return 0
 
 
@@ -154,6 +214,8 @@ def main(argv=None) -> int:
         code = cmd_eval(ns)
     elif ns.command == "show-kernel":
         code = cmd_show_kernel(ns, parser)
+    elif ns.command == "compile":
+        code = cmd_compile(ns, parser)
     else:
         code = cmd_presets()
     if argv is None:

@@ -318,3 +318,21 @@ def with_overrides(base: Args, **changes) -> Args:
     if "env_kwargs" in changes:
         changes["env_kwargs"] = {**base.env_kwargs, **changes["env_kwargs"]}
     return dataclasses.replace(base, **changes)
+
+
+def shipped_configurations(env_ids=None) -> list[tuple[str, dict, int | None]]:
+    """(env id, constructor arguments, the preset's batch size or None): what the docs and presets use.
+
+    Each env's defaults, then its preset's configuration where the preset changes the env; the batch
+    size is the preset's where that configuration is the one its preset trains. ``env_ids``: these
+    envs (default: every registered one).
+    """
+    import gpu_zoo
+
+    out = []
+    for env_id in env_ids if env_ids is not None else gpu_zoo.registered_envs():
+        p = PRESETS.get(env_id)
+        out.append((env_id, {}, p.num_envs if p is not None and not p.env_kwargs else None))
+        if p is not None and p.env_kwargs:
+            out.append((env_id, dict(p.env_kwargs), p.num_envs))
+    return out

@@ -443,11 +443,11 @@ def cold_start_section(results: str | Path) -> list[str]:
                      f"{warm['first_step_s']:.2f} | {compile_s} | {llvm_s} | {warm['import_s']:.1f} | `{f}` |")
     if not table:
         return []
-    lines += ["A `-` under compile: numba-cuda's compile events were not timed in that run. `--jobs N` in a "
-              "command: N configurations were measured at once, each in its own processes. Records saying "
-              "whether numba-cuda was imported (`numba_cuda_imported`, from 2026-12-07) time its import inside a "
-              "cold CUDA first step, where it happens for a user; a warm process loads its cubins without it. "
-              "Older CUDA records imported it before the clock.", ""]
+    lines += ["A `-` under compile: numba-cuda's compiles were not timed in that run. On CUDA, *LLVM* is NVVM and "
+              "ptxas making the cubin. `--jobs N` in a command: N configurations were measured at once, each in its "
+              "own processes. Records with `cuda_import_s` count numba-cuda's import "
+              "in a cold CUDA first step, where a user pays it; a warm process loads its cubins without it. Older "
+              "CUDA records imported it before the clock.", ""]
     commands = sorted({f"`{r['command']}` on {r.get('gpu') or str(r['cpu_count']) + ' CPU cores'}, {r['date'][:10]}"
                        for by in pairs.values() if {"cold", "warm"} <= by.keys() for r in by.values()})
     return [*lines, *table, "", *(f"- {c}" for c in commands), ""]

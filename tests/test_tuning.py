@@ -27,7 +27,7 @@ def test_every_record_the_table_names_is_committed():
 @pytest.mark.parametrize("env_id", gpu_zoo.registered_envs())
 def test_an_env_that_tunes_says_what_measured_it(env_id):
     tuning = gpu_zoo.get_spec(env_id).tuning
-    if tuning.launch is not None or tuning.observe_by_block:
+    if tuning.launch is not None or tuning.observe_by_block or tuning.cpu_inline_helpers is not None:
         assert tuning.measured, f"{env_id}: a Tuning with knobs set names the benchmarks behind them"
 
 
@@ -37,7 +37,8 @@ def test_the_table_holds_the_core_constants_and_every_envs_choices():
     for name in ("FILL_THREADS", "OBS_ELEMENTS_PER_LANE", "WIDE_BLOCK_REGISTERS", "SERIAL_MAX_ENVS",
                  "ONE_OBS_LOOP_ELEMENTS"):
         assert f"core: `{name}`" in where
-    for env_id in ("simple_spread_v3", "simple_reference_v3", "simple_world_comm_v3", "tag_continuous_v0"):
+    for env_id in ("simple_spread_v3", "simple_reference_v3", "simple_world_comm_v3", "tag_continuous_v0",
+                   "gather_trade_build_v0"):
         assert f"`{env_id}`" in where
 
 
@@ -46,7 +47,9 @@ def test_the_table_holds_the_core_constants_and_every_envs_choices():
     (dict(observe_by_block="yes"), "observe_by_block must be a bool"),
     (dict(measured=("fast",)), "tuple of Measured"),
     (dict(measured=Measured("a", "b", "", "c")), "tuple of Measured"),
-], ids=["launch", "by_block", "measured_str", "measured_not_tuple"])
+    (dict(cpu_inline_helpers="window"), "cpu_inline_helpers must be a tuple of function names"),
+    (dict(cpu_inline_helpers=("window", "")), "cpu_inline_helpers must be a tuple of function names"),
+], ids=["launch", "by_block", "measured_str", "measured_not_tuple", "inline_str", "inline_empty_name"])
 def test_malformed_tuning_is_refused(kw, message):
     with pytest.raises(TypeError, match=message):
         Tuning(**kw)
@@ -63,3 +66,32 @@ def test_a_spec_takes_only_a_tuning():
     spec = gpu_zoo.get_spec("simple_v3")
     with pytest.raises(TypeError, match="tuning must be a gpu_zoo.core.tuning.Tuning"):
         dataclasses.replace(spec, tuning={"threads_per_env": 4})
+
+
+def _cpu_source(spec) -> str:
+    from gpu_zoo.core.compile import generate_source
+    from gpu_zoo.core.layout import Layout
+
+    return generate_source(Layout(spec, spec.make_params()), "cpu", None)
+
+
+def test_cpu_inline_helpers_inline_only_the_named_helpers_of_an_observation():
+    """The economy's observation inlines its map helper and calls the rest; other envs inline everything."""
+    from gpu_zoo.core.rebuild import cpu_inline_only
+    from gpu_zoo.economy import gather_trade_build as gtb
+
+    src = _cpu_source(gpu_zoo.get_spec("gather_trade_build_v0"))
+    assert "_obs_of_worker = cpu_inline_only(_obs_of_worker, ('window',), _inline)" in src
+    assert "cpu_inline_only(" not in _cpu_source(gpu_zoo.get_spec("simple_tag_v3"))
+    twin = cpu_inline_only(gtb.observe_worker, ("window",), {})
+    calls = twin.py_func.__globals__
+    assert calls["window"] is not gtb.window and calls["window"].targetoptions.get("inline") == "always"
+    assert calls["price_levels"] is gtb.price_levels  # called, compiled once
+
+
+def test_an_inlined_helper_no_observation_calls_is_refused_naming_the_ones_they_call():
+    spec = gpu_zoo.get_spec("gather_trade_build_v0")
+    bad = dataclasses.replace(spec, tuning=Tuning(cpu_inline_helpers=("windw",)))
+    with pytest.raises(ValueError, match=r"names \['windw'\], which no observation function calls; they call "
+                                         r"\[.*'window'"):
+        _cpu_source(bad)

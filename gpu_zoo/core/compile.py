@@ -26,6 +26,7 @@ from pathlib import Path
 
 import numba
 import numpy as np
+from numba.core.dispatcher import Dispatcher
 
 from . import episode as _episode
 from . import rebuild as _rebuild
@@ -114,6 +115,21 @@ def _dependency_hash(kernels: list[Stages]) -> str:
     return h.hexdigest()[:16]
 
 
+def _cpu_inlined(layout: Layout, imports: dict, per_obs: list[str]) -> list[str]:
+    """Source rebuilding each observation function to be inlined on the CPU (`Tuning.cpu_inline_helpers`)."""
+    tuning = layout.spec.tuning
+    helpers = None if tuning is None else tuning.cpu_inline_helpers
+    if helpers is None:
+        return [f"{a} = rebuild({a}, cpu_inline, _inline)" for a in per_obs]
+    functions = [getattr(sys.modules[imports[a][0]], imports[a][1]) for a in per_obs]
+    called = {k for fn in functions for k, v in fn.py_func.__globals__.items() if isinstance(v, Dispatcher)}
+    unknown = sorted(set(helpers) - called)
+    if unknown:
+        raise ValueError(f"{layout.spec.id}: Tuning.cpu_inline_helpers names {unknown}, which no observation "
+                         f"function calls; they call {sorted(called)}")
+    return [f"{a} = cpu_inline_only({a}, {tuple(helpers)!r}, _inline)" for a in per_obs]
+
+
 def generate_source(layout: Layout, target: str, shape: LaunchShape | None) -> str:
     step, reset = stages(layout)
     imports = {**step.imports, **reset.imports}
@@ -138,8 +154,9 @@ def generate_source(layout: Layout, target: str, shape: LaunchShape | None) -> s
         *(f"{a} = rebuild({a}, {wrap}, _memo)" for a in (sorted(imports) if cuda else ())),
         # On the CPU an observation function and its helpers are inlined into the element loop: a
         # call per element, passing the state tuple (every field's array), costs more than most elements.
-        *(["from gpu_zoo.core.rebuild import rebuild, cpu_inline", "_inline = {}"] if not cuda else []),
-        *(f"{a} = rebuild({a}, cpu_inline, _inline)" for a in (() if cuda else sorted(step.per_obs | reset.per_obs))),
+        *(["from gpu_zoo.core.rebuild import rebuild, cpu_inline, cpu_inline_only", "_inline = {}"]
+          if not cuda else []),
+        *(() if cuda else _cpu_inlined(layout, imports, sorted(step.per_obs | reset.per_obs))),
         f"State = namedtuple('State', {tuple(layout.fields)!r})",
         f"Params = namedtuple('Params', {tuple(param_names)!r})",
     ]

@@ -30,13 +30,18 @@ def rebuild(fn, wrap: Callable, memo: dict):
         return twin
     py = fn.py_func
     namespace: dict = {}
-    twin = types.FunctionType(py.__code__, namespace, py.__name__, py.__defaults__, py.__closure__)
-    twin.__module__ = py.__module__
-    twin.__qualname__ = py.__qualname__
-    memo[fn] = wrapped = wrap(twin)
+    memo[fn] = wrapped = wrap(_twin(py, namespace))
     for k, v in py.__globals__.items():
         namespace[k] = rebuild(v, wrap, memo) if isinstance(v, Dispatcher) else v
     return wrapped
+
+
+def _twin(py, namespace: dict):
+    """Python function ``py`` with ``namespace`` for its globals."""
+    twin = types.FunctionType(py.__code__, namespace, py.__name__, py.__defaults__, py.__closure__)
+    twin.__module__ = py.__module__
+    twin.__qualname__ = py.__qualname__
+    return twin
 
 
 def plain(fn):
@@ -49,6 +54,17 @@ def cpu_inline(fn):
 
     return njit(inline="always", _nrt=False, error_model="numpy", no_cpython_wrapper=True,
                 no_cfunc_wrapper=True)(fn)
+
+
+def cpu_inline_only(fn, helpers: tuple[str, ...], memo: dict):
+    """``cpu_inline`` twin of njit function ``fn`` inlining only its helpers named in ``helpers``.
+
+    Those are inlined with everything they reach (`rebuild`); ``fn``'s other njit helpers stay
+    calls, each compiled once, where inlining types and optimises a copy of each at every call site.
+    """
+    py = fn.py_func
+    return cpu_inline(_twin(py, {k: rebuild(v, cpu_inline, memo) if k in helpers else v
+                                 for k, v in py.__globals__.items()}))
 
 
 def cuda_device(fn):

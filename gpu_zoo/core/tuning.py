@@ -57,11 +57,17 @@ class Tuning:
             run of equal-size blocks together: a lane computes offset ``j`` of every block of the
             run before storing any, so what they share for that offset is read once (see
             `PerObs`). The default, element by element, suits blocks that share nothing.
+        cpu_inline_helpers: on the CPU, the helpers of the observation functions inlined into the
+            element loop with them, by name (each with every njit function it reaches); the
+            others are called. ``None`` (the default) inlines all of them: the fastest code, and
+            the longest compile where an observation reaches many helpers. Naming only the helpers
+            most elements use (an egocentric map's, say) keeps the speed and shortens the compile.
         measured: the benchmarks behind these choices (shown in the tuning table).
     """
 
     launch: Callable[[Any, int], dict] | None = None
     observe_by_block: bool = False
+    cpu_inline_helpers: tuple[str, ...] | None = None
     measured: tuple[Measured, ...] = field(default=())
 
     def __post_init__(self):
@@ -70,6 +76,9 @@ class Tuning:
                             f"got {self.launch!r}")
         if not isinstance(self.observe_by_block, bool):
             raise TypeError(f"Tuning.observe_by_block must be a bool, got {self.observe_by_block!r}")
+        names = self.cpu_inline_helpers
+        if names is not None and not (isinstance(names, tuple) and all(isinstance(n, str) and n for n in names)):
+            raise TypeError(f"Tuning.cpu_inline_helpers must be a tuple of function names, or None; got {names!r}")
         measured = tuple(self.measured) if isinstance(self.measured, tuple | list) else None
         if measured is None or not all(isinstance(m, Measured) for m in measured):
             raise TypeError(f"Tuning.measured must be a tuple of Measured, got {self.measured!r}")

@@ -358,6 +358,34 @@ def test_cold_start_rows_pair_each_configurations_cold_and_warm_process(tmp_path
     assert "- `python -m benchmarks.cold_start --device cpu` on 2 CPU cores, 2026-12-03" in lines
 
 
+_CUDA_TIMERS = """
+import contextlib
+from numba.cuda import codegen, dispatcher
+from benchmarks.cold_start import _time_cuda_compiles
+before = (dispatcher.CUDADispatcher.compile, codegen.CUDACodeLibrary.get_cubin)
+spent = {"numba:compile": 0.0, "numba:llvm_lock": 0.0}
+with contextlib.ExitStack() as stack:
+    _time_cuda_compiles(spent, stack)
+    assert (dispatcher.CUDADispatcher.compile, codegen.CUDACodeLibrary.get_cubin) != before
+    class Fake:
+        def __init__(self): self._cubin_cache = {(9, 0): b"cubin"}
+        def _ensure_cc(self, cc): return cc
+    assert codegen.CUDACodeLibrary.get_cubin(Fake(), cc=(9, 0)) == b"cubin"
+assert (dispatcher.CUDADispatcher.compile, codegen.CUDACodeLibrary.get_cubin) == before
+assert spent["numba:llvm_lock"] > 0 and spent["numba:compile"] == 0
+print("ok")
+"""
+
+
+def test_cold_start_times_numba_cuda_where_it_compiles_and_puts_it_back():
+    """The hooks a cold CUDA child installs exist in the installed numba-cuda, time, and are removed after."""
+    pytest.importorskip("numba_cuda")
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}  # the real numba.cuda, not the simulator
+    done = subprocess.run([sys.executable, "-c", _CUDA_TIMERS], env=env, cwd=Path(__file__).resolve().parents[1],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]
+
+
 def test_cold_start_covers_every_env_and_each_preset_configuration():
     import gpu_zoo
     from benchmarks.cold_start import configurations

@@ -65,3 +65,18 @@ def test_the_cuda_kernel_holds_each_reset_phase_once_for_a_reset_and_an_auto_res
         # the tail runs where a reset or a restart says so, each branch setting the flag it reads
         assert "        restart = ok\n    else:" in body and "        restart = fin and s.autoreset[e] != 0" in body
         assert "\n    if restart:" in body
+
+
+def test_the_cpu_drivers_read_state_fields_from_the_kernel_arguments():
+    """No tuple of every field's array where a call's fields are known: Numba loaded it whole at each use."""
+    import re
+
+    src = kernel_source("gather_trade_build_v0", "cpu", 4)
+    for driver in ("_drive", "_drive_serial"):
+        body = src.split(f"def {driver}(", 1)[1].split("\ndef ", 1)[0]
+        assert "State(f_" not in body and not re.search(r"(?<![\w.])s\b", body)
+        assert re.search(r"p = _params\(_State\d+\(f_params, f_max_cycles\), e\)", body)
+        assert "(_State" in body.split("idle = f_finished[e] != 0", 1)[1]
+    # a callee whose fields cannot be told still gets the whole state, built in the loop
+    push = kernel_source("simple_push_v3", "cpu", 4).split("def _drive_serial(", 1)[1].split("\ndef ", 1)[0]
+    assert "        s = State(f_rew, " in push

@@ -170,6 +170,7 @@ def generate_source(layout: Layout, target: str, shape: LaunchShape | None) -> s
     subs = SubStates(layout, {**imports, "_observing": _OBSERVING})
     if target == "cpu":
         helpers: dict = {}
+        subs.helpers["_params"] = subs.fields_of_source(params_src[params_src.index("def _params("):])
         drivers = cpu_drivers(step, reset, layout, helpers, subs)
         parts += [src for _, src in helpers.values()] + [drivers]
     elif shape.split_observe:  # the reset is the last kernel's other branch

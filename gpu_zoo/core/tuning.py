@@ -169,5 +169,12 @@ GENERATED_CODE: tuple[Measured, ...] = (
         "first step 39.4 -> 34.0 s (mean of three alternating pairs)",
         "benchmarks/results/cpu_drivers_cpu-2core.txt",
         "the script in the record, from two checkouts"),
+    Measured(
+        "the CPU drivers read each state field from its kernel argument, with no state tuple of every field",
+        "2 CPU cores, two alternating pairs: the economy's cold first step 15.4 / 15.1 -> 13.7 / 13.9 s and its "
+        "parallel driver's compile 32.8 -> 20.2 s; tag_continuous 6.2 / 6.5 -> 5.9 s; simple_tag 3.7 / 3.9 -> "
+        "3.4 / 3.3 s; env-steps/s equal within noise (4 and 256 envs); Numba loaded the whole tuple at each use",
+        "benchmarks/results/cpu_driver_fields_cpu-2core-s54.txt",
+        "the script in the record, from two checkouts"),
 )
 """Choices of the generated code, each measured against the alternative."""

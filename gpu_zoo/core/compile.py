@@ -253,18 +253,19 @@ def load_cuda_kernels(layout: Layout, shape: LaunchShape, cc: tuple[int, int]) -
         with compile_lock(path):
             kernels = cubin.cached(path.parent, modname, names, cc, compiler)
             if kernels is None:
-                compat.import_cuda()  # numba-cuda made usable on this NumPy before the module imports it
+                cuda = compat.import_cuda()  # made usable on this NumPy before the module imports it
                 module = load_kernels(layout, "cuda", shape)
                 # Compiling a kernel makes its PTX and cubin for the current device, under numba-cuda's own
                 # name for its architecture (sm_90a for 9.0): asking for them by that device reuses them,
                 # where naming ``cc`` ran NVVM twice more and linked again.
-                arch = None if tuple(compat.import_cuda().get_current_device().compute_capability) == cc else cc
+                arch = None if tuple(cuda.get_current_device().compute_capability) == cc else cc
                 kernels = {}
                 for name in names:
-                    compiled = getattr(module, name).compile(kernel_signature(module, name, layout)).library
-                    image = compiled.get_cubin(cc=arch)  # bytes, or cuda.core's ObjectCode holding them
+                    signature = kernel_signature(module, name, layout)
+                    library = getattr(module, name).compile(signature).library
+                    image = library.get_cubin(cc=arch)  # bytes, or cuda.core's ObjectCode holding them
                     kernels[name] = cubin.store(path.parent, modname, name, cc, compiler,
-                                                bytes(getattr(image, "code", image)), compiled.get_asm_str(cc=arch))
+                                                bytes(getattr(image, "code", image)), library.get_asm_str(cc=arch))
     return CudaKernels(modname, path, kernels)
 
 

@@ -48,27 +48,34 @@ def _time_cuda_compiles(spent: dict, timers: contextlib.ExitStack) -> None:
 
     numba-cuda broadcasts no compile event for a kernel compiled by signature, so it is timed where
     it runs: ``CUDADispatcher.compile`` (the whole: bytecode to a kernel loaded in the context) and,
-    inside it, ``CUDACodeLibrary.get_cubin`` (NVVM to PTX, then ptxas: the back end, ``llvm_s``).
+    inside it, ``CUDACodeLibrary.get_asm_strs`` (NVVM to PTX) and ``get_cubin`` (ptxas, or NVVM to
+    LTO-IR and nvJitLink where a kernel links with LTO): the back end, ``llvm_s``.
     """
     from gpu_zoo.core import compat
 
     compat.import_cuda()  # as gpu_zoo imports it: made usable on current NumPy first
     from numba.cuda import codegen, dispatcher
 
+    depth = {"numba:compile": 0, "numba:llvm_lock": 0}  # a call inside another of its kind counts once
+
     def timed(owner, name: str, kind: str):
         original = getattr(owner, name)
 
         def wrapper(*args, **kwargs):
             t = time.perf_counter()
+            depth[kind] += 1
             try:
                 return original(*args, **kwargs)
             finally:
-                spent[kind] += time.perf_counter() - t
+                depth[kind] -= 1
+                if not depth[kind]:
+                    spent[kind] += time.perf_counter() - t
 
         setattr(owner, name, wrapper)
         timers.callback(setattr, owner, name, original)
 
     timed(dispatcher.CUDADispatcher, "compile", "numba:compile")
+    timed(codegen.CUDACodeLibrary, "get_asm_strs", "numba:llvm_lock")
     timed(codegen.CUDACodeLibrary, "get_cubin", "numba:llvm_lock")
 
 

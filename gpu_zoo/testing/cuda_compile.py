@@ -85,6 +85,71 @@ def _compile_all(env_id: str, num_envs: int, cc, params: dict) -> dict[str, int]
     return sizes
 
 
+def compile_stages(env_id: str, num_envs: int = 1024, cc: tuple[int, int] = CC, top: int = 5, **params) -> dict:
+    """Seconds a cold compile of ``env_id``'s kernels spends in each stage, on this machine's CPU.
+
+    ``front_s``: numba-cuda's front end (bytecode, typing, lowering to LLVM IR) of the kernels and
+    of every device function they call; ``ptx_s``: NVVM making the PTX; ``link_s``: the cubin
+    (ptxas, or nvJitLink with LTO), None where nvJitLink is not installed (a GPU's driver links
+    there instead). ``compiles``: numba-cuda compiles, one per function and argument types;
+    ``functions``: the distinct functions; ``slowest``: the ``top`` functions by time in their own
+    compile (children excluded), as (name, seconds, compiles). Run in a fresh process with an
+    empty cache and the simulator off: what was compiled before is not compiled again.
+    """
+    import time
+    from collections import Counter
+
+    from numba.core import types as nb_types
+    from numba.cuda import compiler as cuda_compiler_module
+    from numba.cuda import dispatcher
+    from numba.cuda.cudadrv import driver
+
+    from gpu_zoo.core.compile import CUDA_KERNELS, kernel_signature
+
+    module, layout, _ = _kernels(env_id, num_envs, params)
+    own, count, stack = Counter(), Counter(), []
+    original = dispatcher.compile_cuda
+
+    def timed(pyfunc, *args, **kwargs):  # device functions compile inside their caller's typing
+        stack.append(0.0)
+        t = time.perf_counter()
+        try:
+            return original(pyfunc, *args, **kwargs)
+        finally:
+            spent, children = time.perf_counter() - t, stack.pop()
+            if stack:
+                stack[-1] += spent
+            own[pyfunc.__name__] += spent - children
+            count[pyfunc.__name__] += 1
+
+    stages = {"front_s": 0.0, "ptx_s": 0.0, "link_s": 0.0 if driver._have_nvjitlink() else None}
+    dispatcher.compile_cuda = timed
+    try:
+        with _compute_capability(cc):
+            for name in (k for k in CUDA_KERNELS if hasattr(module, k)):
+                kernel = getattr(module, name)
+                options = kernel.targetoptions
+                t0 = time.perf_counter()
+                cres = timed(kernel.py_func, nb_types.void, kernel_signature(module, name, layout), cc=cc,
+                             lto=options.get("lto", False), max_registers=options.get("max_registers"),
+                             nvvm_options={"fastmath": False, "opt": 3})
+                library = cres.library
+                library._entry_name = cres.fndesc.llvm_func_name  # a kernel's library, as numba-cuda marks it
+                cuda_compiler_module.kernel_fixup(library.get_function(cres.fndesc.llvm_func_name), False)
+                t1 = time.perf_counter()
+                library.get_asm_str(cc=cc)
+                t2 = time.perf_counter()
+                stages["front_s"] += t1 - t0
+                stages["ptx_s"] += t2 - t1
+                if stages["link_s"] is not None:
+                    library.get_cubin(cc=cc)
+                    stages["link_s"] += time.perf_counter() - t2
+    finally:
+        dispatcher.compile_cuda = original
+    slowest = [(f, round(t, 3), count[f]) for f, t in own.most_common(top)]
+    return {**stages, "compiles": sum(count.values()), "functions": len(count), "slowest": slowest}
+
+
 def _kernels(env_id: str, num_envs: int, params: dict, threads_per_env: int | None = None):
     """(the generated CUDA module, its layout, the launch shape) of a configuration."""
     from gpu_zoo.core import compat

@@ -453,6 +453,37 @@ def cold_start_section(results: str | Path) -> list[str]:
     return [*lines, *table, "", *(f"- {c}" for c in commands), ""]
 
 
+def cuda_compile_stages_section(results: str | Path) -> list[str]:
+    """A cold CUDA compile by stage, from `benchmarks.cuda_compile_stages`'s records (each configuration's newest)."""
+    newest = {}
+    for path in sorted(Path(results).glob("cuda_compile_stages_*.jsonl")):
+        for line in path.read_text().splitlines():
+            if line.strip():
+                r = json.loads(line)
+                key = (r["env_id"], json.dumps(r["params"], sort_keys=True))
+                if key not in newest or r["date"] > newest[key]["date"]:
+                    newest[key] = r
+    if not newest:
+        return []
+    lines = ["## A cold CUDA compile by stage", "",
+             "Where the compile in a cold CUDA first step goes, measured on a CPU without a GPU "
+             "(`python -m benchmarks.cuda_compile_stages`), each configuration in a fresh process with an empty cache "
+             "at a 1024-env launch shape: numba-cuda's *front end* (bytecode, typing and lowering of the kernel and of "
+             "every device function it reaches; *compiles* counts them, one per function and argument types), "
+             "NVVM making the *PTX*, and ptxas *linking* the cubin. *slowest* are the functions with the most time "
+             "in their own compile (their callees' compiles excluded).", "",
+             "| env | configuration | front end (s) | PTX (s) | link (s) | compiles (functions) | slowest (s) |",
+             "|" + " --- |" * 7]
+    for (env_id, params), r in sorted(newest.items()):
+        config = ", ".join(f"{k}={v}" for k, v in json.loads(params).items()) or "defaults"
+        link = "-" if r["link_s"] is None else f"{r['link_s']:.1f}"
+        slowest = ", ".join(f"{name} {t:.2f}" + (f" (x{n})" if n > 1 else "") for name, t, n in r["slowest"][:3])
+        lines.append(f"| {env_id} | {config} | {r['front_s']:.1f} | {r['ptx_s']:.1f} | {link} | "
+                     f"{r['compiles']} ({r['functions']}) | {slowest} |")
+    commands = sorted({f"`{r['command']}` on {r['cpu_count']} CPU cores, {r['date'][:10]}" for r in newest.values()})
+    return [*lines, "", *(f"- {c}" for c in commands), ""]
+
+
 def write_report(results: str | Path, out: str | Path) -> Path:
     """Writes the page and its plots; returns the page's path."""
     records = load_records(results)
@@ -494,6 +525,7 @@ def write_report(results: str | Path, out: str | Path) -> Path:
     lines += profile_section(results)
     lines += jaxmarl_outputs_section(results)
     lines += cold_start_section(results)
+    lines += cuda_compile_stages_section(results)
     lines += ["## Runs", "", *_machines(records), ""]
     plots = {
         "simple_tag": ("num_envs", lambda r: r["num_envs"]),

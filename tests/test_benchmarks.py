@@ -11,6 +11,7 @@ import pytest
 
 from benchmarks.cases import suite_cases
 from benchmarks.ours import step_traffic
+from gpu_zoo.testing import nvvm_available
 from tests.helpers import built_once
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -399,3 +400,21 @@ def test_cold_start_covers_every_env_and_each_preset_configuration():
     for env_id, preset in PRESETS.items():
         if preset.env_kwargs:
             assert (env_id, preset.env_kwargs) in configs
+
+
+@pytest.mark.skipif(not nvvm_available(), reason="needs NVVM: pip install nvidia-cuda-nvcc-cu12 nvidia-cuda-nvrtc-cu12")
+def test_cuda_compile_stages_times_each_stage_of_a_real_compile_and_the_report_shows_it(tmp_path):
+    from benchmarks.cuda_compile_stages import measure
+    from benchmarks.report import cuda_compile_stages_section
+
+    row = measure("simple_v3", {}, timeout=300)
+    assert row["front_s"] > 0 and row["ptx_s"] > 0 and (row["link_s"] is None or row["link_s"] > 0)
+    # the kernel, then each device function it reaches; the kernel types them all, so it is slowest
+    assert row["compiles"] >= row["functions"] > 5 and row["slowest"][0][0] == "drive"
+    record = {"env_id": "simple_v3", "params": {}, **row, "command": "python -m benchmarks.cuda_compile_stages",
+              "cpu_count": 2, "date": "2026-12-07T00:00:00+00:00"}
+    older = {**record, "front_s": 99.0, "date": "2026-12-01T00:00:00+00:00"}
+    (tmp_path / "cuda_compile_stages_a.jsonl").write_text(json.dumps(older) + "\n" + json.dumps(record) + "\n")
+    rows = [line for line in cuda_compile_stages_section(tmp_path) if line.startswith("| simple_v3 ")]
+    assert len(rows) == 1 and f"| {row['front_s']:.1f} |" in rows[0]  # the newest record only
+    assert cuda_compile_stages_section(tmp_path / "none") == []

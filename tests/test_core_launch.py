@@ -1,5 +1,7 @@
 """CUDA launch shapes: how threads are spread over envs and agents (no GPU needed to choose one)."""
 
+import json
+
 import pytest
 import torch
 
@@ -70,9 +72,34 @@ def test_a_register_cap_reaches_the_generated_kernel():
     spec = gpu_zoo.get_spec("tag_gridworld_v0")
     layout = Layout(spec, spec.make_params())
     capped = generate_source(layout, "cuda", launch_shape(5, max_registers=64))
-    assert capped.count("@cuda.jit(max_registers=64)") == 1  # one kernel for a step and a reset
+    assert capped.count("@partial(cuda.jit, lto=False, max_registers=64)") == 1  # one kernel for a step and a reset
     plain = generate_source(layout, "cuda", launch_shape(5))
-    assert "@cuda.jit\ndef drive(" in plain and "max_registers=" not in plain.partition("\n")[2]
+    assert "@partial(cuda.jit, lto=False)\ndef drive(" in plain and "max_registers=" not in plain.partition("\n")[2]
+
+
+_KERNEL_OPTIONS = """
+import json
+import numba.cuda.decorators as decorators
+decorators._have_nvjitlink = lambda: True  # where numba-cuda would link with LTO by default
+from gpu_zoo.testing.cuda_compile import _kernels
+module, _, _ = _kernels("simple_tag_v3", 64, {})
+print(json.dumps({k: module.drive.targetoptions.get(k) for k in ("lto", "max_registers")}))
+"""
+
+
+def test_a_kernel_links_its_ptx_without_lto_in_numba_cuda_itself():
+    """numba-cuda's own dispatcher gets ``lto=False`` (its decorator factory drops the option)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    pytest.importorskip("numba_cuda")
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
+    done = subprocess.run([sys.executable, "-c", _KERNEL_OPTIONS], env=env, capture_output=True, text=True,
+                          cwd=Path(__file__).resolve().parents[1], timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == {"lto": False, "max_registers": None}
 
 
 def test_a_split_step_is_three_kernels_with_the_observations_alone_in_the_second():

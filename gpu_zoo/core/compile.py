@@ -145,8 +145,8 @@ def generate_source(layout: Layout, target: str, shape: LaunchShape | None) -> s
         f"# dependencies {_dependency_hash([step, reset])}, numba {numba.__version__}",
         "import numpy as np",
         "from collections import namedtuple",
-        *(["from functools import partial", "from numba import njit, prange"] if target == "cpu"
-          else ["from numba import njit, cuda"]),
+        "from functools import partial",
+        *(["from numba import njit, prange"] if target == "cpu" else ["from numba import njit, cuda"]),
         *sorted(f"from {m} import {n} as {a}" for a, (m, n) in imports.items()),
         f"from {_OBSERVING[0]} import {_OBSERVING[1]} as _observing",
         *(["from gpu_zoo.core.rebuild import rebuild, plain, cuda_device", "_memo = {}"] if cuda else []),

@@ -63,3 +63,17 @@ def test_a_later_process_finds_the_kernels_in_the_cache(tmp_path):
     assert first[1].startswith("[1/1] simple_v3 max_cycles=5, 2 envs on cpu: ") and "compiled, " in first[1]
     assert any(p.suffix == ".py" for p in tmp_path.iterdir())
     assert run()[1].endswith("(already in the cache)")
+
+
+def test_jobs_compile_configurations_in_processes_of_their_own_and_report_in_plan_order(tmp_path):
+    env = {**os.environ, "GPU_ZOO_CACHE_DIR": str(tmp_path), "NUMBA_CACHE_DIR": str(tmp_path)}
+    cmd = [sys.executable, "-m", "trainers.cli", "compile", "simple_v3", "simple_tag_v3", "--device", "cpu",
+           "--num-envs", "2", "--param", "max_cycles=5", "--jobs", "2"]
+    done = subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == f"kernel cache: {tmp_path}" and len(lines) == 3
+    assert lines[1].startswith("[1/2] simple_v3 max_cycles=5, 2 envs on cpu: ") and "compiled, " in lines[1]
+    assert lines[2].startswith("[2/2] simple_tag_v3 max_cycles=5, 2 envs on cpu: ") and "compiled, " in lines[2]
+    bad = subprocess.run([*cmd[:-2], "--jobs", "0"], env=env, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert bad.returncode == 2 and "--jobs must be a positive int, got 0" in bad.stderr

@@ -6,7 +6,7 @@ gpu-zoo train --resume runs/tag_gridworld_v0/checkpoint.pt --total-env-steps 800
 gpu-zoo eval runs/tag_gridworld_v0/checkpoint.pt --episodes 100 --gif out.gif
 gpu-zoo presets
 gpu-zoo show-kernel simple_tag_v3 --target cuda --param num_adversaries=5   # the generated kernel source
-gpu-zoo compile --device cuda                         # fill the kernel cache: every env, defaults and presets
+gpu-zoo compile --device cuda --jobs 8               # fill the kernel cache: every env, defaults and presets
 torchrun --standalone --nproc-per-node=4 -m trainers.cli train simple_tag_v3 --device cuda   # 4 GPUs
 """
 
@@ -82,6 +82,9 @@ def build_parser() -> argparse.ArgumentParser:
     co.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
                     help="a constructor argument or launch option, as for show-kernel; needs ENV_IDs and "
                          "compiles only that configuration")
+    co.add_argument("--jobs", type=int, default=1,
+                    help="configurations compiled at once, each in a process of its own (a compile is one core's "
+                         "work; default 1)")
     return ap
 
 
@@ -138,19 +141,57 @@ def compile_plan(ns, parser) -> list[tuple[str, dict, int]]:
 
 
 def cmd_compile(ns, parser) -> int:
-    from gpu_zoo.core.precompile import cache_folders, precompile
+    from gpu_zoo.core.precompile import cache_folders
 
     plan = compile_plan(ns, parser)
+    if ns.jobs < 1:
+        parser.error(f"--jobs must be a positive int, got {ns.jobs}")
     print(f"kernel cache: {', '.join(map(str, cache_folders()))}", flush=True)
+    if ns.jobs > 1 and len(plan) > 1:
+        return _compile_in_processes(plan, ns, parser)
     for k, (env_id, params, num_envs) in enumerate(plan, 1):
-        config = ", ".join(f"{key}={v!r}" for key, v in params.items()) or "defaults"
-        try:
-            done = precompile(env_id, num_envs, ns.device, **params)
-        except (TypeError, ValueError, RuntimeError) as err:  # a bad argument, or no usable device
-            parser.error(f"{env_id} ({config}): {err}")
-        what = f"compiled, {len(done.written)} files" if done.written else "already in the cache"
-        print(f"[{k}/{len(plan)}] {env_id} {config}, {num_envs} envs on {done.device}: "
-              f"{done.seconds:.1f} s ({what})", flush=True)
+        print(f"[{k}/{len(plan)}] {_compiled(env_id, params, num_envs, ns.device, parser)}", flush=True)
+    return 0
+
+
+def _compiled(env_id: str, params: dict, num_envs: int, device, parser) -> str:
+    """One configuration's first step taken (`gpu_zoo.core.precompile`), said in a line."""
+    from gpu_zoo.core.precompile import precompile
+
+    config = ", ".join(f"{key}={v!r}" for key, v in params.items()) or "defaults"
+    try:
+        done = precompile(env_id, num_envs, device, **params)
+    except (TypeError, ValueError, RuntimeError) as err:  # a bad argument, or no usable device
+        parser.error(f"{env_id} ({config}): {err}")
+    what = f"compiled, {len(done.written)} files" if done.written else "already in the cache"
+    return f"{env_id} {config}, {num_envs} envs on {done.device}: {done.seconds:.1f} s ({what})"
+
+
+def _compile_in_processes(plan, ns, parser) -> int:
+    """``plan``'s configurations ``ns.jobs`` at a time, each by ``gpu-zoo compile`` in a fresh process.
+
+    Numba compiles on one core and holds a lock in its process; processes compile side by side.
+    Two configurations sharing kernels compile them once: the later waits on the first's lock
+    (`gpu_zoo.core.compile.compile_lock`), then loads them. Lines print in the plan's order.
+    """
+    import subprocess
+    from concurrent.futures import ThreadPoolExecutor
+
+    def one(env_id, params, num_envs):
+        cmd = [sys.executable, "-m", "trainers.cli", "compile", env_id, "--num-envs", str(num_envs),
+               *(["--device", ns.device] if ns.device else []), *(f"--param={k}={v!r}" for k, v in params.items())]
+        return subprocess.run(cmd, capture_output=True, text=True)
+
+    with ThreadPoolExecutor(ns.jobs) as pool:
+        futures = [pool.submit(one, *step) for step in plan]
+        for k, ((env_id, params, _), future) in enumerate(zip(plan, futures, strict=True), 1):
+            done = future.result()
+            if done.returncode:
+                for f in futures:
+                    f.cancel()
+                last = (done.stderr.strip().splitlines() or ["(no message)"])[-1]
+                parser.error(last.partition("error: ")[2] or f"{env_id} {params or 'defaults'}: {last}")
+            print(f"[{k}/{len(plan)}] {done.stdout.strip().splitlines()[-1].partition('] ')[2]}", flush=True)
     return 0
 
 

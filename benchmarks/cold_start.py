@@ -159,7 +159,8 @@ def measure(env_id: str, params: dict, device: str, cache: Path, timeout: float,
     cmd = [sys.executable, "-m", "benchmarks.cold_start", "--child", env_id, "--params", json.dumps(params),
            "--device", device, *(["--profile-file", str(profile)] if profile else []), *([] if cold else ["--warm"])]
     wall = time.perf_counter()
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout,
+                          cwd=Path(__file__).resolve().parents[1])
     wall = time.perf_counter() - wall
     if proc.returncode != 0:
         raise RuntimeError(f"{env_id} {params}: the child process failed:\n{proc.stderr[-3000:]}")

@@ -37,7 +37,8 @@ def measure(env_id: str, params: dict, timeout: float) -> dict:
         cmd = [sys.executable, "-m", "benchmarks.cuda_compile_stages", "--child", env_id, "--params",
                json.dumps(params)]
         wall = time.perf_counter()
-        proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
+        proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout,
+                              cwd=Path(__file__).resolve().parents[1])
         wall = time.perf_counter() - wall
     if proc.returncode != 0:
         raise RuntimeError(f"{env_id} {params}: the compiling process failed:\n{proc.stderr[-3000:]}")

@@ -468,7 +468,8 @@ def cuda_compile_stages_section(results: str | Path) -> list[str]:
     lines = ["## A cold CUDA compile by stage", "",
              "Where the compile in a cold CUDA first step goes, measured on a CPU without a GPU "
              "(`python -m benchmarks.cuda_compile_stages`), each configuration in a fresh process with an empty cache "
-             "at a 1024-env launch shape: numba-cuda's *front end* (bytecode, typing and lowering of the kernel and of "
+             f"at the launch shape for {'/'.join(sorted({str(r['num_envs']) for r in newest.values()}))} envs: "
+             "numba-cuda's *front end* (bytecode, typing and lowering of the kernel and of "
              "every device function it reaches; *compiles* counts them, one per function and argument types), "
              "NVVM making the *PTX*, and ptxas *linking* the cubin. *slowest* are the functions with the most time "
              "in their own compile (their callees' compiles excluded).", "",

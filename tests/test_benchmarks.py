@@ -404,6 +404,7 @@ def test_cold_start_covers_every_env_and_each_preset_configuration():
 
 @pytest.mark.skipif(not nvvm_available(), reason="needs NVVM: pip install nvidia-cuda-nvcc-cu12 nvidia-cuda-nvrtc-cu12")
 def test_cuda_compile_stages_times_each_stage_of_a_real_compile_and_the_report_shows_it(tmp_path):
+    pytest.importorskip("numba_cuda")
     from benchmarks.cuda_compile_stages import measure
     from benchmarks.report import cuda_compile_stages_section
 
@@ -411,7 +412,8 @@ def test_cuda_compile_stages_times_each_stage_of_a_real_compile_and_the_report_s
     assert row["front_s"] > 0 and row["ptx_s"] > 0 and (row["link_s"] is None or row["link_s"] > 0)
     # the kernel, then each device function it reaches; the kernel types them all, so it is slowest
     assert row["compiles"] >= row["functions"] > 5 and row["slowest"][0][0] == "drive"
-    record = {"env_id": "simple_v3", "params": {}, **row, "command": "python -m benchmarks.cuda_compile_stages",
+    record = {"env_id": "simple_v3", "params": {}, "num_envs": 1024, **row,
+              "command": "python -m benchmarks.cuda_compile_stages",
               "cpu_count": 2, "date": "2026-12-07T00:00:00+00:00"}
     older = {**record, "front_s": 99.0, "date": "2026-12-01T00:00:00+00:00"}
     (tmp_path / "cuda_compile_stages_a.jsonl").write_text(json.dumps(older) + "\n" + json.dumps(record) + "\n")

@@ -66,14 +66,24 @@ def test_a_later_process_finds_the_kernels_in_the_cache(tmp_path):
 
 
 def test_jobs_compile_configurations_in_processes_of_their_own_and_report_in_plan_order(tmp_path):
+    """Each process compiles exactly its configuration: the defaults, then the preset's (kernels shared)."""
     env = {**os.environ, "GPU_ZOO_CACHE_DIR": str(tmp_path), "NUMBA_CACHE_DIR": str(tmp_path)}
-    cmd = [sys.executable, "-m", "trainers.cli", "compile", "simple_v3", "simple_tag_v3", "--device", "cpu",
-           "--num-envs", "2", "--param", "max_cycles=5", "--jobs", "2"]
-    done = subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    cmd = [sys.executable, "-m", "trainers.cli", "compile", "simple_v3", "--device", "cpu", "--num-envs", "2"]
+
+    def run(*extra):
+        return subprocess.run([*cmd, *extra], env=env, cwd=ROOT, capture_output=True, text=True, timeout=300)
+
+    done = run("--jobs", "2")
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
-    assert lines[0] == f"kernel cache: {tmp_path}" and len(lines) == 3
-    assert lines[1].startswith("[1/2] simple_v3 max_cycles=5, 2 envs on cpu: ") and "compiled, " in lines[1]
-    assert lines[2].startswith("[2/2] simple_tag_v3 max_cycles=5, 2 envs on cpu: ") and "compiled, " in lines[2]
-    bad = subprocess.run([*cmd[:-2], "--jobs", "0"], env=env, cwd=ROOT, capture_output=True, text=True, timeout=300)
-    assert bad.returncode == 2 and "--jobs must be a positive int, got 0" in bad.stderr
+    assert lines[0] == f"kernel cache: {tmp_path}" and len(lines) == 4
+    assert lines[1].startswith("[1/2] simple_v3 defaults, 2 envs on cpu: ")
+    assert lines[2].startswith("[2/2] simple_v3 max_cycles=25, 2 envs on cpu: ")
+    assert lines[3].endswith(" files added to the cache") and int(lines[3].split()[0]) > 0
+    assert run("--jobs", "2").stdout.splitlines()[-1] == "all already in the cache"
+    # a process refuses its configuration: the others stop, its error is the command's
+    refused = subprocess.run([*cmd[:4], "simple_tag_v3", *cmd[4:], "--param", "max_cycle=3", "--jobs", "2"], env=env,
+                             cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert refused.returncode == 2 and "unknown argument(s) ['max_cycle']" in refused.stderr
+    assert "[1/2]" not in refused.stdout
+    assert "--jobs must be a positive int, got 0" in run("--jobs", "0").stderr

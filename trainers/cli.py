@@ -85,6 +85,7 @@ def build_parser() -> argparse.ArgumentParser:
     co.add_argument("--jobs", type=int, default=1,
                     help="configurations compiled at once, each in a process of its own (a compile is one core's "
                          "work; default 1)")
+    co.add_argument("--plan-index", type=int, default=None, help=argparse.SUPPRESS)  # one entry, for --jobs
     return ap
 
 
@@ -146,52 +147,83 @@ def cmd_compile(ns, parser) -> int:
     plan = compile_plan(ns, parser)
     if ns.jobs < 1:
         parser.error(f"--jobs must be a positive int, got {ns.jobs}")
+    if ns.plan_index is not None:  # a process of `_compile_in_processes`: the same plan, one entry
+        done = _precompiled(*plan[ns.plan_index], ns.device, parser)
+        print(json.dumps({"device": done.device, "seconds": done.seconds}), flush=True)
+        return 0
     print(f"kernel cache: {', '.join(map(str, cache_folders()))}", flush=True)
     if ns.jobs > 1 and len(plan) > 1:
-        return _compile_in_processes(plan, ns, parser)
+        return _compile_in_processes(plan, ns)
     for k, (env_id, params, num_envs) in enumerate(plan, 1):
-        print(f"[{k}/{len(plan)}] {_compiled(env_id, params, num_envs, ns.device, parser)}", flush=True)
+        done = _precompiled(env_id, params, num_envs, ns.device, parser)
+        what = f"compiled, {len(done.written)} files" if done.written else "already in the cache"
+        print(f"[{k}/{len(plan)}] {_said(env_id, params, num_envs, done.device, done.seconds)} ({what})", flush=True)
     return 0
 
 
-def _compiled(env_id: str, params: dict, num_envs: int, device, parser) -> str:
-    """One configuration's first step taken (`gpu_zoo.core.precompile`), said in a line."""
+def _said(env_id: str, params: dict, num_envs: int, device: str, seconds: float) -> str:
+    config = ", ".join(f"{key}={v!r}" for key, v in params.items()) or "defaults"
+    return f"{env_id} {config}, {num_envs} envs on {device}: {seconds:.1f} s"
+
+
+def _precompiled(env_id: str, params: dict, num_envs: int, device, parser):
+    """One configuration's first step taken (`gpu_zoo.core.precompile`); a refused one ends the command."""
     from gpu_zoo.core.precompile import precompile
 
-    config = ", ".join(f"{key}={v!r}" for key, v in params.items()) or "defaults"
     try:
-        done = precompile(env_id, num_envs, device, **params)
+        return precompile(env_id, num_envs, device, **params)
     except (TypeError, ValueError, RuntimeError) as err:  # a bad argument, or no usable device
+        config = ", ".join(f"{key}={v!r}" for key, v in params.items()) or "defaults"
         parser.error(f"{env_id} ({config}): {err}")
-    what = f"compiled, {len(done.written)} files" if done.written else "already in the cache"
-    return f"{env_id} {config}, {num_envs} envs on {done.device}: {done.seconds:.1f} s ({what})"
 
 
-def _compile_in_processes(plan, ns, parser) -> int:
-    """``plan``'s configurations ``ns.jobs`` at a time, each by ``gpu-zoo compile`` in a fresh process.
+def _compile_in_processes(plan, ns) -> int:
+    """``plan``'s configurations ``ns.jobs`` at a time, each in a fresh ``gpu-zoo compile`` process.
 
     Numba compiles on one core and holds a lock in its process; processes compile side by side.
-    Two configurations sharing kernels compile them once: the later waits on the first's lock
-    (`gpu_zoo.core.compile.compile_lock`), then loads them. Lines print in the plan's order.
+    Each is given this command's own arguments and the index of its entry, so it compiles exactly
+    that configuration. Two configurations sharing kernels compile them once: the later waits on
+    the first's lock (`gpu_zoo.core.compile.compile_lock`), then loads them. Lines print in the
+    plan's order; the files are counted once all are done, since neighbours write side by side.
+    The first process to fail stops the others; its error is the command's.
     """
     import subprocess
-    from concurrent.futures import ThreadPoolExecutor
+    import tempfile
+    import time
 
-    def one(env_id, params, num_envs):
-        cmd = [sys.executable, "-m", "trainers.cli", "compile", env_id, "--num-envs", str(num_envs),
-               *(["--device", ns.device] if ns.device else []), *(f"--param={k}={v!r}" for k, v in params.items())]
-        return subprocess.run(cmd, capture_output=True, text=True)
+    from gpu_zoo.core.precompile import cache_files
 
-    with ThreadPoolExecutor(ns.jobs) as pool:
-        futures = [pool.submit(one, *step) for step in plan]
-        for k, ((env_id, params, _), future) in enumerate(zip(plan, futures, strict=True), 1):
-            done = future.result()
-            if done.returncode:
-                for f in futures:
-                    f.cancel()
-                last = (done.stderr.strip().splitlines() or ["(no message)"])[-1]
-                parser.error(last.partition("error: ")[2] or f"{env_id} {params or 'defaults'}: {last}")
-            print(f"[{k}/{len(plan)}] {done.stdout.strip().splitlines()[-1].partition('] ')[2]}", flush=True)
+    base = [sys.executable, "-m", "trainers.cli", "compile", *ns.env, *(["--device", ns.device] if ns.device else []),
+            *(["--num-envs", str(ns.num_envs)] if ns.num_envs is not None else []),
+            *(f"--param={item}" for item in ns.param)]
+    before = cache_files()
+    waiting, running, lines, shown = list(range(len(plan))), {}, {}, 0
+    try:
+        while shown < len(plan):
+            while waiting and len(running) < ns.jobs:
+                k = waiting.pop(0)
+                out, err = tempfile.TemporaryFile("w+"), tempfile.TemporaryFile("w+")  # pipes could fill and block
+                running[k] = (subprocess.Popen([*base, "--plan-index", str(k)], stdout=out, stderr=err), out, err)
+            for k, (proc, out, err) in list(running.items()):
+                if proc.poll() is None:
+                    continue
+                del running[k]
+                out.seek(0), err.seek(0)
+                if proc.returncode:
+                    sys.stderr.write(err.read())
+                    return proc.returncode if proc.returncode > 0 else 1  # killed by a signal: 1
+                lines[k] = json.loads(out.read().strip().splitlines()[-1])
+            while shown in lines:
+                done = lines.pop(shown)
+                print(f"[{shown + 1}/{len(plan)}] {_said(*plan[shown], done['device'], done['seconds'])}", flush=True)
+                shown += 1
+            time.sleep(0.05)
+    finally:
+        for proc, _, _ in running.values():
+            proc.terminate()
+            proc.wait()
+    added = len(cache_files() - before)
+    print(f"{added} files added to the cache" if added else "all already in the cache", flush=True)
     return 0
 
 

@@ -41,7 +41,8 @@ def cache_folders() -> list[Path]:
     return folders
 
 
-def _files() -> set[str]:
+def cache_files() -> set[str]:
+    """Every file in the cache folders, lock files aside."""
     # lock files are left behind by a load as much as by a compile: they say nothing
     return {str(p) for folder in cache_folders() if folder.is_dir() for p in folder.rglob("*")
             if p.is_file() and p.suffix != ".lock"}
@@ -53,7 +54,7 @@ def precompile(env_id: str, num_envs: int, device=None, **params) -> Precompiled
 
     from gpu_zoo import make
 
-    before = _files()
+    before = cache_files()
     start = time.perf_counter()
     env = make(env_id, num_envs=num_envs, device=device, **params)
     env.reset(seed=0)
@@ -61,4 +62,4 @@ def precompile(env_id: str, num_envs: int, device=None, **params) -> Precompiled
     if env.device.type == "cuda":
         torch.cuda.synchronize(env.device)
     seconds = time.perf_counter() - start
-    return Precompiled(env_id, dict(params), num_envs, str(env.device), seconds, tuple(sorted(_files() - before)))
+    return Precompiled(env_id, dict(params), num_envs, str(env.device), seconds, tuple(sorted(cache_files() - before)))

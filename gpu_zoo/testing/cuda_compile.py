@@ -94,7 +94,8 @@ def compile_stages(env_id: str, num_envs: int = 1024, cc: tuple[int, int] = CC, 
     there instead). ``compiles``: numba-cuda compiles, one per function and argument types;
     ``functions``: the distinct functions; ``slowest``: the ``top`` functions by time in their own
     compile (children excluded), as (name, seconds, compiles). Run in a fresh process with an
-    empty cache and the simulator off: what was compiled before is not compiled again.
+    empty cache and the simulator off: what was compiled before is not compiled again. ``cc`` (9, 0)
+    compiles for sm_90, where numba-cuda on an H100 or H200 compiles for sm_90a: the same stages.
     """
     import time
     from collections import Counter
@@ -119,8 +120,9 @@ def compile_stages(env_id: str, num_envs: int = 1024, cc: tuple[int, int] = CC, 
             spent, children = time.perf_counter() - t, stack.pop()
             if stack:
                 stack[-1] += spent
-            own[pyfunc.__name__] += spent - children
-            count[pyfunc.__name__] += 1
+            name = (pyfunc.__module__, pyfunc.__qualname__)  # an env's reset_env is not the core's
+            own[name] += spent - children
+            count[name] += 1
 
     stages = {"front_s": 0.0, "ptx_s": 0.0, "link_s": 0.0 if driver._have_nvjitlink() else None}
     dispatcher.compile_cuda = timed
@@ -128,11 +130,13 @@ def compile_stages(env_id: str, num_envs: int = 1024, cc: tuple[int, int] = CC, 
         with _compute_capability(cc):
             for name in (k for k in CUDA_KERNELS if hasattr(module, k)):
                 kernel = getattr(module, name)
-                options = kernel.targetoptions
+                options = kernel.targetoptions  # as numba-cuda's `_Kernel` passes them on
+                nvvm_options = {"fastmath": options.get("fastmath", False), "opt": 3 if options.get("opt", True) else 0}
                 t0 = time.perf_counter()
                 cres = timed(kernel.py_func, nb_types.void, kernel_signature(module, name, layout), cc=cc,
-                             lto=options.get("lto", False), max_registers=options.get("max_registers"),
-                             nvvm_options={"fastmath": False, "opt": 3})
+                             debug=options.get("debug", False), lineinfo=options.get("lineinfo", False),
+                             fastmath=nvvm_options["fastmath"], nvvm_options=nvvm_options,
+                             lto=options.get("lto", False), max_registers=options.get("max_registers"))
                 library = cres.library
                 library._entry_name = cres.fndesc.llvm_func_name  # a kernel's library, as numba-cuda marks it
                 cuda_compiler_module.kernel_fixup(library.get_function(cres.fndesc.llvm_func_name), False)
@@ -146,7 +150,7 @@ def compile_stages(env_id: str, num_envs: int = 1024, cc: tuple[int, int] = CC, 
                     stages["link_s"] += time.perf_counter() - t2
     finally:
         dispatcher.compile_cuda = original
-    slowest = [(f, round(t, 3), count[f]) for f, t in own.most_common(top)]
+    slowest = [(f[1], round(t, 3), count[f]) for f, t in own.most_common(top)]
     return {**stages, "compiles": sum(count.values()), "functions": len(count), "slowest": slowest}
 
 

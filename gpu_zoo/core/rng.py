@@ -31,21 +31,24 @@ def _mix(z):
     return z ^ (z >> _S31)
 
 
+# Inputs are widened where they enter: Numba compiles a helper once per argument types, and an
+# int32, an int64 and each literal draw index were a compile of `_absorb` (and `hash_u64`) apiece.
 @njit(_nrt=False)
 def _absorb(z, x):
-    return _mix(z ^ (np.uint64(x & _MASK31) + _GOLDEN))
+    """``z`` with ``x`` (a uint64 below 2**31) mixed in."""
+    return _mix(z ^ (x + _GOLDEN))
 
 
 @njit(_nrt=False)
 def hash_u64(seed_lo, seed_hi, env, agent, episode, step, draw):
     """64 random bits from seven int inputs (each taken mod 2**31)."""
     z = _mix(np.uint64(seed_lo & _MASK31) + _GOLDEN)
-    z = _absorb(z, seed_hi)
-    z = _absorb(z, env)
-    z = _absorb(z, agent)
-    z = _absorb(z, episode)
-    z = _absorb(z, step)
-    return _absorb(z, draw)
+    z = _absorb(z, np.uint64(seed_hi & _MASK31))
+    z = _absorb(z, np.uint64(env & _MASK31))
+    z = _absorb(z, np.uint64(agent & _MASK31))
+    z = _absorb(z, np.uint64(episode & _MASK31))
+    z = _absorb(z, np.uint64(step & _MASK31))
+    return _absorb(z, np.uint64(draw & _MASK31))
 
 
 @njit(_nrt=False)
@@ -60,7 +63,8 @@ def uniform(s, e, a, k):
 
     Distinct (episode, step, agent, k) give independent draws; the same ones replay exactly.
     """
-    return bits_to_unit(hash_u64(s.seed[e, 0], s.seed[e, 1], e, a, s.episode[e], s.t[e], k))
+    return bits_to_unit(hash_u64(s.seed[e, 0], s.seed[e, 1], np.int64(e), np.int64(a), s.episode[e], s.t[e],
+                                 np.int64(k)))
 
 
 @kernel_fn

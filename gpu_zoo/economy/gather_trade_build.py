@@ -1051,7 +1051,7 @@ def move_one(s, p, e, a):
     act = s.act_worker[e, a] - p.MOVE0
     if act < 0 or act > 3:
         return
-    r, c = s.row[e, a], s.col[e, a]
+    r, c = np.int64(s.row[e, a]), np.int64(s.col[e, a])  # as r - 1 is: one can_enter for all callers
     if act == 0:
         c -= 1
     elif act == 1:
@@ -1073,9 +1073,9 @@ def draw_move_key(s, p, e, a):
 @kernel_fn
 def move(s, p, e):
     """Movers one at a time in a random order (ascending random keys, ties by index)."""
-    last_key, last_a = np.float32(-1.0), -1
+    last_key, last_a = np.float32(-1.0), np.int64(-1)  # int64 as `a`: a literal -1 compiled move_one once more
     for _ in range(p.num_workers):
-        best_key, best_a = np.float32(2.0), -1
+        best_key, best_a = np.float32(2.0), np.int64(-1)
         for a in range(p.num_workers):
             key = s.move_key[e, a]
             after = key > last_key or (key == last_key and a > last_a)
@@ -1213,7 +1213,7 @@ def mask_worker(s, p, e, a, act):
         for q in range(p.P):
             s.mask_worker[e, a, p.BUY0 + 2 * p.P * res + q] = 1 if free and s.coin[e, a] >= q else 0
             s.mask_worker[e, a, p.BUY0 + 2 * p.P * res + p.P + q] = 1 if free and has_goods else 0
-    r, c = s.row[e, a], s.col[e, a]
+    r, c = np.int64(s.row[e, a]), np.int64(s.col[e, a])
     s.mask_worker[e, a, p.MOVE0] = 1 if can_enter(s.tile, s.house, s.row, s.col, e, a, r, c - 1) else 0
     s.mask_worker[e, a, p.MOVE0 + 1] = 1 if can_enter(s.tile, s.house, s.row, s.col, e, a, r, c + 1) else 0
     s.mask_worker[e, a, p.MOVE0 + 2] = 1 if can_enter(s.tile, s.house, s.row, s.col, e, a, r - 1, c) else 0
@@ -1356,7 +1356,7 @@ def observe_planner(s, p, e, a, i):
     P, n = p.P, p.num_workers
     j = i
     if j < 4 * P:
-        return price_levels(s.book, P, e, j, -1, False)
+        return price_levels(s.book, P, e, j, np.int64(-1), False)
     j -= 4 * P
     if j < 2:
         return market_rate(s.price_hist, e, j)

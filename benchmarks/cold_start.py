@@ -156,8 +156,17 @@ def measure(env_id: str, params: dict, device: str, cache: Path, timeout: float,
     """
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     env |= {"GPU_ZOO_CACHE_DIR": str(cache / "kernels"), "NUMBA_CACHE_DIR": str(cache / "numba")}
-    cmd = [sys.executable, "-m", "benchmarks.cold_start", "--child", env_id, "--params", json.dumps(params),
-           "--device", device, *(["--profile-file", str(profile)] if profile else []), *([] if cold else ["--warm"])]
+    return child_record("benchmarks.cold_start", env_id, params, env, timeout,
+                        ["--device", device, *(["--profile-file", str(profile)] if profile else []),
+                         *([] if cold else ["--warm"])])
+
+
+def child_record(module: str, env_id: str, params: dict, env: dict, timeout: float, extra: list[str] = ()) -> dict:
+    """The JSON line ``python -m module --child ENV_ID --params ...`` prints last, from the project root.
+
+    ``process_s``: the child's wall time, start-up included.
+    """
+    cmd = [sys.executable, "-m", module, "--child", env_id, "--params", json.dumps(params), *extra]
     wall = time.perf_counter()
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout,
                           cwd=Path(__file__).resolve().parents[1])
@@ -165,6 +174,35 @@ def measure(env_id: str, params: dict, device: str, cache: Path, timeout: float,
     if proc.returncode != 0:
         raise RuntimeError(f"{env_id} {params}: the child process failed:\n{proc.stderr[-3000:]}")
     return {**json.loads(proc.stdout.strip().splitlines()[-1]), "process_s": wall}
+
+
+def each_configuration(only: str | None, jobs: int, measure_one):
+    """(k, count, env id, params, ``measure_one(k, env id, params)``), in `configurations` order.
+
+    Only the configurations whose env id matches ``only``; ``jobs`` of them measured at once.
+    """
+    from concurrent.futures import ThreadPoolExecutor
+
+    cases = [(e, p) for e, p in configurations() if only is None or re.search(only, e)]
+    if not cases:
+        raise SystemExit(f"no configuration's env id matches {only!r}")
+    with ThreadPoolExecutor(max(1, jobs)) as pool:
+        futures = [pool.submit(measure_one, k, env_id, params) for k, (env_id, params) in enumerate(cases, 1)]
+        for k, ((env_id, params), future) in enumerate(zip(cases, futures, strict=True), 1):
+            yield k, len(cases), env_id, params, future.result()
+
+
+def records_file(out: Path, name: str, label: str | None, module: str) -> tuple[Path, str, dict]:
+    """(``out/<name>_<label>.jsonl``, the label, the machine and ``module``'s command for each record).
+
+    ``label`` defaults to the GPU's name, else the host's.
+    """
+    from benchmarks.metadata import system_description
+
+    system = {**system_description(), "command": " ".join(["python", "-m", module, *sys.argv[1:]])}
+    label = label or re.sub(r"[^A-Za-z0-9_.-]+", "-", system.get("gpu") or system["host"]).strip("-")
+    out.mkdir(parents=True, exist_ok=True)
+    return out / f"{name}_{label}.jsonl", label, system
 
 
 def _cold_then_warm(env_id: str, params: dict, device: str, timeout: float, profile: Path | None = None,
@@ -181,29 +219,23 @@ def run(device: str, out: Path, label: str | None, only: str | None, timeout: fl
 
     ``profile``: "cold" or "warm", the process to profile in each configuration.
     """
-    from concurrent.futures import ThreadPoolExecutor
+    path, label, system = records_file(out, f"cold_start_{device}", label, "benchmarks.cold_start")
 
-    from benchmarks.metadata import system_description
+    def profile_file(k: int, env_id: str):  # cProfile's tables slow a run: figures of their own
+        return (out / f"profile_{profile}_{device}_{label}_{k}_{env_id}.txt").resolve() if profile else None
 
-    system = {**system_description(), "command": " ".join(["python", "-m", "benchmarks.cold_start", *sys.argv[1:]])}
-    label = label or re.sub(r"[^A-Za-z0-9_.-]+", "-", system.get("gpu") or system["host"]).strip("-")
-    out.mkdir(parents=True, exist_ok=True)
-    path = out / f"cold_start_{device}_{label}.jsonl"
-    cases = [(e, p) for e, p in configurations() if only is None or re.search(only, e)]
-    with open(path, "a") as fh, ThreadPoolExecutor(max(1, jobs)) as pool:
-        def profile_file(k: int, env_id: str):  # cProfile's tables slow a run: figures of their own
-            return (out / f"profile_{profile}_{device}_{label}_{k}_{env_id}.txt").resolve() if profile else None
+    def both(k, env_id, params):
+        return _cold_then_warm(env_id, params, device, timeout, profile_file(k, env_id), profile)
 
-        futures = [pool.submit(_cold_then_warm, env_id, params, device, timeout, profile_file(k, env_id), profile)
-                   for k, (env_id, params) in enumerate(cases, 1)]
-        for k, ((env_id, params), future) in enumerate(zip(cases, futures, strict=True), 1):
-            for cache, row in future.result():
+    with open(path, "a") as fh:
+        for k, n, env_id, params, rows in each_configuration(only, jobs, both):
+            for cache, row in rows:
                 record = {"schema": SCHEMA, "env_id": env_id, "params": params, "device": device,
                           "num_envs": NUM_ENVS, "cache": cache, "jobs": jobs,
                           "profiled": profile == cache, **row, **system}
                 fh.write(json.dumps(record) + "\n")
                 fh.flush()
-                print(f"[{k}/{len(cases)}] {env_id} {params or 'defaults'} {cache}: first step "
+                print(f"[{k}/{n}] {env_id} {params or 'defaults'} {cache}: first step "
                       f"{row['first_step_s']:.1f} s (compile {row['compile_s']:.1f} s, LLVM "
                       f"{row['llvm_s']:.1f} s; imports {row['import_s']:.1f} s)", flush=True)
     return path

@@ -18,12 +18,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
-import subprocess
-import sys
 import tempfile
-import time
 from pathlib import Path
+
+from benchmarks.cold_start import child_record, each_configuration, records_file
 
 SCHEMA = "gpu_zoo.cuda_compile_stages/1"
 NUM_ENVS = 1024  # the launch shape's size: kernels are compiled per shape
@@ -34,40 +32,18 @@ def measure(env_id: str, params: dict, timeout: float) -> dict:
     with tempfile.TemporaryDirectory(prefix="gpu_zoo_stages_") as folder:
         env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
         env |= {"GPU_ZOO_CACHE_DIR": folder, "NUMBA_CACHE_DIR": folder}
-        cmd = [sys.executable, "-m", "benchmarks.cuda_compile_stages", "--child", env_id, "--params",
-               json.dumps(params)]
-        wall = time.perf_counter()
-        proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout,
-                              cwd=Path(__file__).resolve().parents[1])
-        wall = time.perf_counter() - wall
-    if proc.returncode != 0:
-        raise RuntimeError(f"{env_id} {params}: the compiling process failed:\n{proc.stderr[-3000:]}")
-    return {**json.loads(proc.stdout.strip().splitlines()[-1]), "process_s": wall}
+        return child_record("benchmarks.cuda_compile_stages", env_id, params, env, timeout)
 
 
 def run(out: Path, label: str | None, only: str | None, timeout: float, jobs: int = 1) -> Path:
-    from concurrent.futures import ThreadPoolExecutor
-
-    from benchmarks.cold_start import configurations
-    from benchmarks.metadata import system_description
-
-    system = {**system_description(),
-              "command": " ".join(["python", "-m", "benchmarks.cuda_compile_stages", *sys.argv[1:]])}
-    label = label or re.sub(r"[^A-Za-z0-9_.-]+", "-", system["host"]).strip("-")
-    out.mkdir(parents=True, exist_ok=True)
-    path = out / f"cuda_compile_stages_{label}.jsonl"
-    cases = [(e, p) for e, p in configurations() if only is None or re.search(only, e)]
-    if not cases:
-        raise SystemExit(f"no configuration's env id matches {only!r}")
-    with open(path, "a") as fh, ThreadPoolExecutor(max(1, jobs)) as pool:
-        futures = [pool.submit(measure, env_id, params, timeout) for env_id, params in cases]
-        for k, ((env_id, params), future) in enumerate(zip(cases, futures, strict=True), 1):
-            row = future.result()
+    path, _, system = records_file(out, "cuda_compile_stages", label, "benchmarks.cuda_compile_stages")
+    with open(path, "a") as fh:
+        for k, n, env_id, params, row in each_configuration(only, jobs, lambda _, e, p: measure(e, p, timeout)):
             fh.write(json.dumps({"schema": SCHEMA, "env_id": env_id, "params": params, "num_envs": NUM_ENVS,
                                  "jobs": jobs, **row, **system}) + "\n")
             fh.flush()
             link = "not timed" if row["link_s"] is None else f"{row['link_s']:.1f} s"
-            print(f"[{k}/{len(cases)}] {env_id} {params or 'defaults'}: front end {row['front_s']:.1f} s "
+            print(f"[{k}/{n}] {env_id} {params or 'defaults'}: front end {row['front_s']:.1f} s "
                   f"({row['compiles']} compiles of {row['functions']} functions), PTX {row['ptx_s']:.1f} s, "
                   f"link {link}", flush=True)
     return path
@@ -77,7 +53,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser(prog="python -m benchmarks.cuda_compile_stages", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", default="benchmarks/results/")
-    ap.add_argument("--label", default=None, help="machine label in the file name (default: host name)")
+    ap.add_argument("--label", default=None, help="machine label in the file name (default: GPU or host name)")
     ap.add_argument("--only", default=None, help="regular expression on env ids")
     ap.add_argument("--timeout-s", type=float, default=600.0, help="per process")
     ap.add_argument("--jobs", type=int, default=1, help="configurations compiled at once (keep below the core count)")

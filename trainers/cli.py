@@ -161,9 +161,12 @@ def cmd_compile(ns, parser) -> int:
     return 0
 
 
+def _config(params: dict) -> str:
+    return ", ".join(f"{key}={v!r}" for key, v in params.items()) or "defaults"
+
+
 def _said(env_id: str, params: dict, num_envs: int, device: str, seconds: float) -> str:
-    config = ", ".join(f"{key}={v!r}" for key, v in params.items()) or "defaults"
-    return f"{env_id} {config}, {num_envs} envs on {device}: {seconds:.1f} s"
+    return f"{env_id} {_config(params)}, {num_envs} envs on {device}: {seconds:.1f} s"
 
 
 def _precompiled(env_id: str, params: dict, num_envs: int, device, parser):
@@ -173,8 +176,7 @@ def _precompiled(env_id: str, params: dict, num_envs: int, device, parser):
     try:
         return precompile(env_id, num_envs, device, **params)
     except (TypeError, ValueError, RuntimeError) as err:  # a bad argument, or no usable device
-        config = ", ".join(f"{key}={v!r}" for key, v in params.items()) or "defaults"
-        parser.error(f"{env_id} ({config}): {err}")
+        parser.error(f"{env_id} ({_config(params)}): {err}")
 
 
 def _compile_in_processes(plan, ns) -> int:

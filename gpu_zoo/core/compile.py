@@ -261,11 +261,10 @@ def load_cuda_kernels(layout: Layout, shape: LaunchShape, cc: tuple[int, int]) -
                 arch = None if tuple(cuda.get_current_device().compute_capability) == cc else cc
                 kernels = {}
                 for name in names:
-                    signature = kernel_signature(module, name, layout)
-                    library = getattr(module, name).compile(signature).library
-                    image = library.get_cubin(cc=arch)  # bytes, or cuda.core's ObjectCode holding them
+                    kernel = getattr(module, name).compile(kernel_signature(module, name, layout))
+                    image = kernel.library.get_cubin(cc=arch)  # bytes, or cuda.core's ObjectCode holding them
                     kernels[name] = cubin.store(path.parent, modname, name, cc, compiler,
-                                                bytes(getattr(image, "code", image)), library.get_asm_str(cc=arch))
+                                                bytes(getattr(image, "code", image)), kernel.inspect_asm(cc=arch))
     return CudaKernels(modname, path, kernels)
 
 

@@ -85,7 +85,8 @@ def _compile_all(env_id: str, num_envs: int, cc, params: dict) -> dict[str, int]
     return sizes
 
 
-def compile_stages(env_id: str, num_envs: int = 1024, cc: tuple[int, int] = CC, top: int = 5, **params) -> dict:
+def compile_stages(env_id: str, num_envs: int = 1024, cc: tuple[int, int] = CC, top: int = 5,
+                   lto: bool | None = None, **params) -> dict:
     """Seconds a cold compile of ``env_id``'s kernels spends in each stage, on this machine's CPU.
 
     ``front_s``: numba-cuda's front end (bytecode, typing, lowering to LLVM IR) of the kernels and
@@ -93,7 +94,8 @@ def compile_stages(env_id: str, num_envs: int = 1024, cc: tuple[int, int] = CC, 
     (ptxas, or nvJitLink with LTO), None where nvJitLink is not installed (a GPU's driver links
     there instead). ``compiles``: numba-cuda compiles, one per function and argument types;
     ``functions``: the distinct functions; ``slowest``: the ``top`` functions by time in their own
-    compile (children excluded), as (name, seconds, compiles). Run in a fresh process with an
+    compile (children excluded), as (name, seconds, compiles). ``lto``: link with LTO or not, in
+    place of the kernel's own choice (None keeps it), to compare the two. Run in a fresh process with an
     empty cache and the simulator off: what was compiled before is not compiled again. ``cc`` (9, 0)
     compiles for sm_90, where numba-cuda on an H100 or H200 compiles for sm_90a: the same stages.
     """
@@ -136,17 +138,18 @@ def compile_stages(env_id: str, num_envs: int = 1024, cc: tuple[int, int] = CC, 
                 cres = timed(kernel.py_func, nb_types.void, kernel_signature(module, name, layout), cc=cc,
                              debug=options.get("debug", False), lineinfo=options.get("lineinfo", False),
                              fastmath=nvvm_options["fastmath"], nvvm_options=nvvm_options,
-                             lto=options.get("lto", False), max_registers=options.get("max_registers"))
-                library = cres.library
-                library._entry_name = cres.fndesc.llvm_func_name  # a kernel's library, as numba-cuda marks it
-                cuda_compiler_module.kernel_fixup(library.get_function(cres.fndesc.llvm_func_name), False)
+                             lto=options.get("lto", False) if lto is None else lto,
+                             max_registers=options.get("max_registers"))
+                code = cres.library
+                code._entry_name = cres.fndesc.llvm_func_name  # marked as numba-cuda marks a kernel's
+                cuda_compiler_module.kernel_fixup(code.get_function(cres.fndesc.llvm_func_name), False)
                 t1 = time.perf_counter()
-                library.get_asm_str(cc=cc)
+                code.get_asm_str(cc=cc)
                 t2 = time.perf_counter()
                 stages["front_s"] += t1 - t0
                 stages["ptx_s"] += t2 - t1
                 if stages["link_s"] is not None:
-                    library.get_cubin(cc=cc)
+                    code.get_cubin(cc=cc)
                     stages["link_s"] += time.perf_counter() - t2
     finally:
         dispatcher.compile_cuda = original

@@ -243,7 +243,7 @@ def load_cuda_kernels(layout: Layout, shape: LaunchShape, cc: tuple[int, int]) -
     module nor numba-cuda; otherwise it compiles (one process at a time per module: the others
     wait, then load what it wrote).
     """
-    from . import compat, cubin
+    from . import compat, cubin, ptxas
 
     modname, path = _written(layout, "cuda", shape)
     names = _kernel_names(shape)
@@ -260,19 +260,24 @@ def load_cuda_kernels(layout: Layout, shape: LaunchShape, cc: tuple[int, int]) -
                 # where naming ``cc`` ran NVVM twice more and linked again.
                 arch = None if tuple(cuda.get_current_device().compute_capability) == cc else cc
                 kernels = {}
-                for name in names:
-                    kernel = getattr(module, name).compile(kernel_signature(module, name, layout))
-                    image = kernel.library.get_cubin(cc=arch)  # bytes, or cuda.core's ObjectCode holding them
-                    kernels[name] = cubin.store(path.parent, modname, name, cc, compiler,
-                                                bytes(getattr(image, "code", image)), kernel.inspect_asm(cc=arch))
+                with ptxas.whole_programs():  # numba-cuda's compile makes the cubin: assembled whole
+                    for name in names:
+                        kernel = getattr(module, name).compile(kernel_signature(module, name, layout))
+                        image = kernel.library.get_cubin(cc=arch)  # bytes, or cuda.core's ObjectCode holding them
+                        kernels[name] = cubin.store(path.parent, modname, name, cc, compiler,
+                                                    bytes(getattr(image, "code", image)), kernel.inspect_asm(cc=arch))
     return CudaKernels(modname, path, kernels)
 
 
 def cuda_compiler() -> str:
-    """The compiler release in the name of every CUDA product kept in the cache (cubins, PTX markers)."""
+    """The compiler release in the name of every CUDA product kept in the cache (cubins, PTX markers).
+
+    ``whole``: cubins assembled as whole programs (`gpu_zoo.core.ptxas`); those of earlier
+    releases, linked as relocatable code, are not reused.
+    """
     from importlib.metadata import version
 
-    return f"numba-cuda-{version('numba-cuda')}"
+    return f"numba-cuda-{version('numba-cuda')}-whole"
 
 
 def _kernel_names(shape: LaunchShape) -> tuple[str, ...]:

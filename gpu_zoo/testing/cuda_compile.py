@@ -90,9 +90,10 @@ def compile_stages(env_id: str, num_envs: int = 1024, cc: tuple[int, int] = CC, 
     """Seconds a cold compile of ``env_id``'s kernels spends in each stage, on this machine's CPU.
 
     ``front_s``: numba-cuda's front end (bytecode, typing, lowering to LLVM IR) of the kernels and
-    of every device function they call; ``ptx_s``: NVVM making the PTX; ``link_s``: the cubin
-    (ptxas, or nvJitLink with LTO), None where nvJitLink is not installed (a GPU's driver links
-    there instead). ``compiles``: numba-cuda compiles, one per function and argument types;
+    of every device function they call; ``ptx_s``: NVVM making the PTX; ``link_s``: the cubin as
+    a GPU host makes it (`gpu_zoo.core.ptxas` assembling the PTX whole; numba-cuda's linker where
+    there is no ptxas, or with LTO), None where that needs nvJitLink and it is not installed (a
+    GPU's driver links there instead). ``compiles``: numba-cuda compiles, one per function and argument types;
     ``functions``: the distinct functions; ``slowest``: the ``top`` functions by time in their own
     compile (children excluded), as (name, seconds, compiles). ``lto``: link with LTO or not, in
     place of the kernel's own choice (None keeps it), to compare the two. Run in a fresh process with an
@@ -107,6 +108,7 @@ def compile_stages(env_id: str, num_envs: int = 1024, cc: tuple[int, int] = CC, 
     from numba.cuda import dispatcher
     from numba.cuda.cudadrv import driver
 
+    from gpu_zoo.core import ptxas
     from gpu_zoo.core.compile import CUDA_KERNELS, kernel_signature
 
     module, layout, _ = _kernels(env_id, num_envs, params)
@@ -126,10 +128,11 @@ def compile_stages(env_id: str, num_envs: int = 1024, cc: tuple[int, int] = CC, 
             own[name] += spent - children
             count[name] += 1
 
-    stages = {"front_s": 0.0, "ptx_s": 0.0, "link_s": 0.0 if driver._have_nvjitlink() else None}
+    linked = driver._have_nvjitlink() or (ptxas.find() is not None and not lto)
+    stages = {"front_s": 0.0, "ptx_s": 0.0, "link_s": 0.0 if linked else None}
     dispatcher.compile_cuda = timed
     try:
-        with _compute_capability(cc):
+        with _compute_capability(cc), ptxas.whole_programs():
             for name in (k for k in CUDA_KERNELS if hasattr(module, k)):
                 kernel = getattr(module, name)
                 options = kernel.targetoptions  # as numba-cuda's `_Kernel` passes them on

@@ -48,10 +48,11 @@ def _time_cuda_compiles(spent: dict, timers: contextlib.ExitStack) -> None:
 
     numba-cuda broadcasts no compile event for a kernel compiled by signature, so it is timed where
     it runs: ``CUDADispatcher.compile`` (the whole: bytecode to a kernel loaded in the context) and,
-    inside it, ``CUDACodeLibrary.get_asm_strs`` (NVVM to PTX) and ``get_cubin`` (ptxas, or NVVM to
-    LTO-IR and nvJitLink where a kernel links with LTO): the back end, ``llvm_s``.
+    inside it, ``CUDACodeLibrary.get_asm_strs`` (NVVM to PTX) and ``get_cubin`` with
+    `gpu_zoo.core.ptxas.assemble` (the cubin; numba-cuda's linker where there is no ptxas): the
+    back end, ``llvm_s``.
     """
-    from gpu_zoo.core import compat
+    from gpu_zoo.core import compat, ptxas
 
     compat.import_cuda()  # as gpu_zoo imports it: made usable on current NumPy first
     from numba.cuda import codegen, dispatcher
@@ -77,6 +78,7 @@ def _time_cuda_compiles(spent: dict, timers: contextlib.ExitStack) -> None:
     timed(dispatcher.CUDADispatcher, "compile", "numba:compile")
     timed(codegen.CUDACodeLibrary, "get_asm_strs", "numba:llvm_lock")
     timed(codegen.CUDACodeLibrary, "get_cubin", "numba:llvm_lock")
+    timed(ptxas, "assemble", "numba:llvm_lock")
 
 
 def _child(env_id: str, params: dict, device: str, profile: str | None = None, cold: bool = True) -> dict:

@@ -69,3 +69,51 @@ def test_ptx_that_ptxas_refuses_raises_its_message(exe):
         ptxas.assemble(DIVIDE.replace("div.rn.f32", "div.nonsense.f32"))
     with pytest.raises(ValueError, match=r"names no \.target"):
         ptxas.assemble(DIVIDE.replace(".target sm_90", ""))
+
+
+_ROUTING = r'''
+import json, warnings
+from numba.cuda import codegen
+from gpu_zoo.core import ptxas
+from tests.test_ptxas import DIVIDE
+
+class Library(codegen.CUDACodeLibrary):  # a kernel's library as numba-cuda leaves it before the link
+    def __init__(self, ptx, **flags):
+        self._entry_name, self._cubin_cache, self._max_registers, self._ptx = "divide", {}, None, ptx
+        self._lto, self._linking_files, self.needs_cudadevrt = flags.get("lto", False), flags.get("files", set()), False
+    def _ensure_cc(self, cc):
+        return cc
+    def get_asm_str(self, cc=None):
+        return self._ptx
+
+linked = codegen.CUDACodeLibrary.get_cubin
+codegen.CUDACodeLibrary.get_cubin = lambda self, cc=None: self._cubin_cache.get(cc, b"linked")
+out = {}
+with ptxas.whole_programs():
+    out["whole"] = Library(DIVIDE).get_cubin((9, 0))[16:18].hex()
+    out["lto"] = Library(DIVIDE, lto=True).get_cubin((9, 0)).decode()
+    out["files"] = Library(DIVIDE, files={"x.ptx"}).get_cubin((9, 0)).decode()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        out["refused"] = Library(DIVIDE.replace("div.rn", "div.nonsense")).get_cubin((9, 0)).decode()
+    out["warning"] = str(caught[0].message) if caught else ""
+out["restored"] = codegen.CUDACodeLibrary.get_cubin.__name__ == "<lambda>"
+print(json.dumps(out))
+'''
+
+
+def test_only_a_kernel_alone_is_assembled_whole_and_a_refusal_falls_back_to_the_link(exe):
+    import json
+    import sys
+    from pathlib import Path
+
+    pytest.importorskip("numba_cuda")
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
+    done = subprocess.run([sys.executable, "-c", _ROUTING], env=env, capture_output=True, text=True,
+                          cwd=Path(__file__).resolve().parents[1], timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    assert out["whole"] == "0200"  # ET_EXEC, little-endian
+    assert (out["lto"], out["files"], out["refused"]) == ("linked", "linked", "linked")
+    assert "refused the kernel's PTX" in out["warning"] and "relocatable" in out["warning"]
+    assert out["restored"]

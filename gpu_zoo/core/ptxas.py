@@ -22,6 +22,8 @@ import os
 import re
 import subprocess
 import tempfile
+import threading
+import warnings
 from pathlib import Path
 
 _TARGET = re.compile(r"^\s*\.target\s+(sm_\w+)", re.M)
@@ -73,14 +75,19 @@ def assemble(ptx: str, max_registers: int | None = None, exe: str | None = None)
         return out.read_bytes()
 
 
+_patch = {"depth": 0, "original": None}
+_patch_lock = threading.Lock()
+
+
 @contextlib.contextmanager
 def whole_programs():
     """While open, numba-cuda makes each kernel's cubin with `assemble` instead of its linker.
 
     numba-cuda links a kernel while compiling it (to load it), so its library's ``get_cubin`` is
-    what changes. Only a kernel made of its own PTX alone is assembled whole: one with files to
-    link (``link=``), the device runtime, or LTO goes through the linker as before, as does every
-    kernel where no ptxas is found.
+    what changes (once, however many threads or nested blocks have it open). Only a kernel made
+    of its own PTX alone is assembled whole: one with files to link (``link=``), the device
+    runtime, or LTO goes through the linker as before, as does every kernel where no ptxas is
+    found or ptxas refuses the PTX (with a warning saying so).
     """
     exe = find()
     if exe is None:
@@ -88,8 +95,21 @@ def whole_programs():
         return
     from numba.cuda import codegen
 
-    original = codegen.CUDACodeLibrary.get_cubin
+    with _patch_lock:
+        if not _patch["depth"]:
+            _patch["original"] = codegen.CUDACodeLibrary.get_cubin
+            codegen.CUDACodeLibrary.get_cubin = _whole_program_get_cubin(_patch["original"], exe)
+        _patch["depth"] += 1
+    try:
+        yield
+    finally:
+        with _patch_lock:
+            _patch["depth"] -= 1
+            if not _patch["depth"]:
+                codegen.CUDACodeLibrary.get_cubin = _patch["original"]
 
+
+def _whole_program_get_cubin(original, exe: str):
     def get_cubin(self, cc=None):
         alone = not (getattr(self, "_lto", False) or getattr(self, "_linking_files", None)
                      or getattr(self, "needs_cudadevrt", False))
@@ -97,11 +117,11 @@ def whole_programs():
         if alone and getattr(self, "_entry_name", None) and isinstance(cache, dict):
             cc = self._ensure_cc(cc)
             if cc not in cache:
-                cache[cc] = assemble(self.get_asm_str(cc=cc), getattr(self, "_max_registers", None), exe)
+                try:
+                    cache[cc] = assemble(self.get_asm_str(cc=cc), getattr(self, "_max_registers", None), exe)
+                except RuntimeError as err:  # a ptxas older than the PTX, say: the linker still makes a cubin
+                    warnings.warn(f"{err}\nLinking the kernel as relocatable code instead (slower code).",
+                                  RuntimeWarning, stacklevel=2)
         return original(self, cc=cc)
 
-    codegen.CUDACodeLibrary.get_cubin = get_cubin
-    try:
-        yield
-    finally:
-        codegen.CUDACodeLibrary.get_cubin = original
+    return get_cubin

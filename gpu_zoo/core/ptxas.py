@@ -31,24 +31,48 @@ _TARGET = re.compile(r"^\s*\.target\s+(sm_\w+)", re.M)
 
 @functools.cache
 def find() -> str | None:
-    """The ptxas beside the NVVM numba-cuda loads, else the CUDA toolkit's; None where neither exists."""
+    """The ptxas released with the NVVM numba-cuda loads; None where there is none.
+
+    That is NVIDIA's wheel's where one is installed (numba-cuda takes NVVM from it first), else
+    the one beside the NVVM numba-cuda finds (a CUDA toolkit's), else ``CUDA_HOME``'s.
+    """
+    exe_name = "ptxas.exe" if os.name == "nt" else "ptxas"
+    for folder in _wheel_folders():
+        if (folder / exe_name).is_file():
+            return _runnable(folder / exe_name)
     candidates = []
-    try:
+    try:  # numba-cuda's own search (a tenth of a second): only where no wheel has one
         from numba.cuda.cuda_paths import get_cuda_paths
 
-        nvvm = get_cuda_paths()["nvvm"].info  # <root>/nvvm/lib64/libnvvm.so, a wheel's or a toolkit's
+        nvvm = get_cuda_paths()["nvvm"].info  # <root>/nvvm/lib64/libnvvm.so
         if nvvm:
             candidates.append(Path(nvvm).resolve().parents[2] / "bin")
     except Exception:  # noqa: BLE001 - numba-cuda's path lookup is internal: any failure means "not found"
         pass
-    for var in ("CUDA_HOME", "CUDA_PATH"):
-        if os.environ.get(var):
-            candidates.append(Path(os.environ[var]) / "bin")
+    candidates += [Path(os.environ[v]) / "bin" for v in ("CUDA_HOME", "CUDA_PATH") if os.environ.get(v)]
     for folder in candidates:
-        exe = folder / ("ptxas.exe" if os.name == "nt" else "ptxas")
-        if exe.is_file() and os.access(exe, os.X_OK):
-            return str(exe)
+        if (folder / exe_name).is_file():
+            return _runnable(folder / exe_name)
     return None
+
+
+def _wheel_folders() -> list[Path]:
+    """Where NVIDIA's wheels put ptxas beside NVVM: nvidia-cuda-nvcc-cu12, and CUDA 13's nvidia/cu13."""
+    import importlib.util
+
+    folders = []
+    for package, sub in (("nvidia.cuda_nvcc", "bin"), ("nvidia.cu13", "bin")):
+        try:
+            spec = importlib.util.find_spec(package)
+        except (ImportError, ValueError):
+            continue
+        for root in (spec.submodule_search_locations or []) if spec else []:
+            folders.append(Path(root) / sub)
+    return folders
+
+
+def _runnable(exe: Path) -> str | None:
+    return str(exe) if os.access(exe, os.X_OK) else None
 
 
 def assemble(ptx: str, max_registers: int | None = None, exe: str | None = None) -> bytes:

@@ -43,9 +43,18 @@ def _elf_type(image: bytes) -> int:
     return int.from_bytes(image[16:18], "little")
 
 
-def test_ptxas_is_found_beside_nvvm_and_runs(exe):
+def test_ptxas_is_found_beside_the_nvvm_numba_cuda_loads_and_runs(exe):
+    import sys
+    from pathlib import Path
+
     assert os.access(exe, os.X_OK)
     assert "release" in subprocess.run([exe, "--version"], capture_output=True, text=True).stdout
+    pytest.importorskip("numba_cuda")
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
+    nvvm = subprocess.run([sys.executable, "-c", "from numba.cuda.cuda_paths import get_cuda_paths; "
+                           "print(get_cuda_paths()['nvvm'].info)"], env=env, capture_output=True, text=True,
+                          timeout=300).stdout.strip().splitlines()[-1]
+    assert Path(nvvm).resolve().parents[2] == Path(exe).resolve().parents[1]  # <root>/nvvm/lib64, <root>/bin
 
 
 def test_a_kernel_is_assembled_whole_with_its_division_routine_internal(exe, tmp_path):

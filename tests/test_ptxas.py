@@ -83,6 +83,7 @@ def test_ptx_that_ptxas_refuses_raises_its_message(exe):
 _ROUTING = r'''
 import json, warnings
 from numba.cuda import codegen
+from numba.cuda.cudadrv import driver
 from gpu_zoo.core import ptxas
 from tests.test_ptxas import DIVIDE
 
@@ -99,7 +100,11 @@ linked = codegen.CUDACodeLibrary.get_cubin
 codegen.CUDACodeLibrary.get_cubin = lambda self, cc=None: self._cubin_cache.get(cc, b"linked")
 out = {}
 with ptxas.whole_programs():
-    out["whole"] = Library(DIVIDE).get_cubin((9, 0))[16:18].hex()
+    whole = Library(DIVIDE).get_cubin((9, 0))
+    # numba-cuda's module loader takes what its linker returns (cuda.core's ObjectCode, whose handle it reads)
+    out["whole_type"] = type(whole).__name__
+    out["linker_type"] = "ObjectCode" if hasattr(driver, "ObjectCode") else "bytes"
+    out["whole"] = bytes(getattr(whole, "code", whole))[16:18].hex()
     out["lto"] = Library(DIVIDE, lto=True).get_cubin((9, 0)).decode()
     out["files"] = Library(DIVIDE, files={"x.ptx"}).get_cubin((9, 0)).decode()
     with warnings.catch_warnings(record=True) as caught:
@@ -123,6 +128,7 @@ def test_only_a_kernel_alone_is_assembled_whole_and_a_refusal_falls_back_to_the_
     assert done.returncode == 0, done.stderr[-2000:]
     out = json.loads(done.stdout.strip().splitlines()[-1])
     assert out["whole"] == "0200"  # ET_EXEC, little-endian
+    assert out["whole_type"] == out["linker_type"]
     assert (out["lto"], out["files"], out["refused"]) == ("linked", "linked", "linked")
     assert "refused the kernel's PTX" in out["warning"] and "relocatable" in out["warning"]
     assert out["restored"]

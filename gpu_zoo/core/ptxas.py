@@ -142,10 +142,23 @@ def _whole_program_get_cubin(original, exe: str):
             cc = self._ensure_cc(cc)
             if cc not in cache:
                 try:
-                    cache[cc] = assemble(self.get_asm_str(cc=cc), getattr(self, "_max_registers", None), exe)
+                    cubin = assemble(self.get_asm_str(cc=cc), getattr(self, "_max_registers", None), exe)
+                    cache[cc] = _as_linked(cubin)
                 except RuntimeError as err:  # a ptxas older than the PTX, say: the linker still makes a cubin
                     warnings.warn(f"{err}\nLinking the kernel as relocatable code instead (slower code).",
                                   RuntimeWarning, stacklevel=2)
         return original(self, cc=cc)
 
     return get_cubin
+
+
+def _as_linked(cubin: bytes):
+    """``cubin`` as numba-cuda's linker hands a cubin over, which is what its module loader takes.
+
+    That is cuda.core's ``ObjectCode`` where numba-cuda's driver uses one (the loader reads its
+    ``handle``), plain bytes in releases from before it.
+    """
+    from numba.cuda.cudadrv import driver
+
+    object_code = getattr(driver, "ObjectCode", None)
+    return object_code.from_cubin(cubin) if object_code is not None else cubin

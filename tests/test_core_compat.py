@@ -1,6 +1,8 @@
-"""Platform fixes: NumPy 2.5's missing row_stack for numba-cuda, fork-safe CPU threading, the simulator's poll."""
+"""Platform fixes: NumPy 2.5's row_stack, fork-safe CPU threading, the simulator's poll, Numba's error colours."""
 
 import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -24,6 +26,22 @@ def test_cpu_threading_layer_is_fork_safe_by_default(monkeypatch):
     monkeypatch.setattr(numba.config, "THREADING_LAYER", "default")
     compat.configure_cpu_threading()
     assert numba.config.THREADING_LAYER == "workqueue"
+
+
+def _colour_scheme(setting: str | None) -> str:
+    """Numba's error colour scheme in a fresh process importing gpu_zoo first, the variable set to ``setting``."""
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_DISABLE_ERROR_MESSAGE_HIGHLIGHTING"}
+    if setting is not None:
+        env["NUMBA_DISABLE_ERROR_MESSAGE_HIGHLIGHTING"] = setting
+    code = "import gpu_zoo, numba.core.errors as e; print(type(e.termcolor()).__name__)"
+    return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                          check=True).stdout.strip()
+
+
+def test_numba_error_messages_are_plain_unless_the_user_asks_for_colour():
+    pytest.importorskip("colorama")  # without it Numba never colours
+    assert _colour_scheme(None) == "NOPColorScheme"
+    assert _colour_scheme("") != "NOPColorScheme"  # an explicit setting is the user's
 
 
 @pytest.mark.skipif(os.environ.get("NUMBA_ENABLE_CUDASIM") != "1", reason="a fix for Numba's CUDA simulator")

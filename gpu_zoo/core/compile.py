@@ -31,6 +31,7 @@ from numba.core.dispatcher import Dispatcher
 from . import episode as _episode
 from . import rebuild as _rebuild
 from . import rng as _rng
+from . import state_fields as _state_fields
 from .codegen_cpu import CPU_HELPER, cpu_drivers
 from .codegen_cuda import cuda_body, cuda_driver
 from .launch_shape import LaunchShape
@@ -99,13 +100,13 @@ def _params_source(layout: Layout, deco: str) -> tuple[str, list[str]]:
 
 
 def _dependency_hash(kernels: list[Stages]) -> str:
-    """Hash of the sources the generated module imports: rng, episode, rebuild and the env modules.
+    """Hash of the sources the generated module imports: rng, episode, rebuild, state_fields, the env modules.
 
     Numba's cache keys a kernel on its own file, so it would not see these change. The generator
     (this module, `plan`, `codegen_cpu`, `codegen_cuda`, `launch_shape`) is left out: the module
     never imports it, and every change it makes to the kernels shows in the generated text.
     """
-    files = {inspect.getsourcefile(m) for m in (_rng, _episode, _rebuild)}
+    files = {inspect.getsourcefile(m) for m in (_rng, _episode, _rebuild, _state_fields)}
     for st in kernels:
         for mod, _ in st.imports.values():
             files.add(inspect.getsourcefile(sys.modules[mod]))

@@ -6,11 +6,22 @@ and every njit function it reaches is swapped for such a rebuilt copy: the kerne
 one function, and the state namedtuple is never passed (or copied) between calls. For the
 simulator, the copies stay plain Python, since it hands kernels fake device arrays that
 compiled functions cannot take. Either way the kernel runs the very same env source.
+
+A twin passes the state on as the generated kernel does (`gpu_zoo.core.state_fields`): each call
+``helper(s, ...)`` gives the helper a tuple of only the fields it uses, of one type per set of
+fields. Numba compiles a function once per argument types: passed its callers' states, a helper
+called from eight phases (the RNG's ``uniform``) compiled eight times, each typing and lowering a
+tuple of its caller's fields.
 """
 
 from __future__ import annotations
 
+import inspect
+import io
+import textwrap
+import tokenize
 import types
+from collections import namedtuple
 from collections.abc import Callable
 
 from numba.core.dispatcher import Dispatcher
@@ -30,7 +41,8 @@ def rebuild(fn, wrap: Callable, memo: dict):
         return twin
     py = fn.py_func
     namespace: dict = {}
-    memo[fn] = wrapped = wrap(_twin(py, namespace))
+    twin = _narrowed_twin(py, namespace) if wrap in (cuda_device, plain) else None
+    memo[fn] = wrapped = wrap(twin or _twin(py, namespace))
     for k, v in py.__globals__.items():
         namespace[k] = rebuild(v, wrap, memo) if isinstance(v, Dispatcher) else v
     return wrapped
@@ -41,6 +53,70 @@ def _twin(py, namespace: dict):
     twin = types.FunctionType(py.__code__, namespace, py.__name__, py.__defaults__, py.__closure__)
     twin.__module__ = py.__module__
     twin.__qualname__ = py.__qualname__
+    return twin
+
+
+_narrow_types: dict[tuple[str, ...], type] = {}
+
+
+def narrow_state_type(fields: tuple[str, ...]) -> type:
+    """The one state type of a set of fields, whoever passes it: its callee compiles once for it."""
+    if fields not in _narrow_types:
+        _narrow_types[fields] = namedtuple(f"_NarrowState{len(_narrow_types)}", fields)
+    return _narrow_types[fields]
+
+
+def _narrowed_twin(py, namespace: dict):
+    """``py`` compiled again from its source with each call that passes its state ``s`` narrowed, or None.
+
+    None where nothing is narrowed or the source cannot be read so (no source, a closure, a use
+    of ``s`` other than ``s.field`` and ``helper(s, ...)``): the plain twin passes ``s`` whole.
+    """
+    from .state_fields import state_fields
+
+    params = list(inspect.signature(py).parameters)
+    if not params or params[0] != "s" or py.__closure__:
+        return None
+    try:
+        lines = inspect.getsourcelines(py)[0]
+        toks = list(tokenize.generate_tokens(io.StringIO(textwrap.dedent("".join(lines))).readline))
+    except (OSError, TypeError, tokenize.TokenError, IndentationError):
+        return None
+    code = [t for t in toks if t.type not in (tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT,
+                                             tokenize.COMMENT)]
+    body = next((i for i, t in enumerate(code) if t.string == ":" and code[i - 1].string == ")"), None)
+    if body is None:
+        return None
+    edits = {}
+    for i in range(body + 1, len(code)):
+        t = code[i]
+        if t.type != tokenize.NAME or t.string != "s" or code[i - 1].string == ".":
+            continue
+        if code[i + 1].string == ".":
+            continue
+        callee = py.__globals__.get(code[i - 2].string) if code[i - 1].string == "(" else None
+        if not isinstance(callee, Dispatcher) or code[i + 1].string not in (",", ")") or code[i - 3].string == ".":
+            return None  # the state used some other way: the whole of it is passed
+        fields = state_fields(callee, 0)
+        if fields:  # a callee using no field keeps the caller's state: its fields need not include any
+            names = tuple(sorted(fields))
+            kind = narrow_state_type(names)
+            namespace[kind.__name__] = kind
+            edits[t.start] = f"{kind.__name__}({', '.join('s.' + n for n in names)})"
+    if not edits:
+        return None
+    text = textwrap.dedent("".join(lines)).splitlines(keepends=True)
+    for (row, col), new in sorted(edits.items(), reverse=True):
+        line = text[row - 1]
+        text[row - 1] = line[:col] + new + line[col + 1:]
+    first = next(i for i, line in enumerate(text) if line.lstrip().startswith("def "))
+    # decorators blanked and the lines kept where they were: errors point at the env's own source
+    source = "\n" * (py.__code__.co_firstlineno - 1) + "\n" * first + "".join(text[first:])
+    defined: dict = {}
+    exec(compile(source, py.__code__.co_filename, "exec"), namespace, defined)
+    twin = defined[py.__name__]
+    twin.__defaults__, twin.__kwdefaults__ = py.__defaults__, py.__kwdefaults__
+    twin.__module__, twin.__qualname__ = py.__module__, py.__qualname__
     return twin
 
 

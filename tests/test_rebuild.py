@@ -1,0 +1,112 @@
+"""Kernel functions rebuilt for CUDA and the simulator pass the state on narrowed: one state type per set of fields."""
+
+import inspect
+import os
+import subprocess
+import sys
+from collections import namedtuple
+
+import numpy as np
+import pytest
+
+from gpu_zoo.core import rebuild
+from gpu_zoo.core.jit import kernel_fn
+from gpu_zoo.testing import nvvm_available
+
+
+@kernel_fn
+def _draw(s, e):
+    return s.seed[e] + s.t[e]
+
+
+@kernel_fn
+def _reward_phase(s, e):
+    s.rew[e] = _draw(s, e)  # "s" in a comment or a string is not the state
+
+
+@kernel_fn
+def _observe_phase(s, e):
+    s.obs[e] = np.float32(2.0) * _draw(s, e)
+
+
+@kernel_fn
+def _passes_it_second(e, s):
+    return _draw(s, e)
+
+
+@kernel_fn
+def _indexes_it(s, e):
+    return _draw(s, e) + s[0][e]
+
+
+Whole = namedtuple("Whole", ["rew", "obs", "seed", "t"])
+
+
+def _state(n: int = 4) -> Whole:
+    return Whole(np.zeros(n, np.float32), np.zeros(n, np.float32), np.arange(n, dtype=np.float32),
+                 np.full(n, 10, np.float32))
+
+
+def test_a_call_passing_the_state_gives_the_callee_only_its_fields():
+    memo: dict = {}
+    phase = rebuild.rebuild(_reward_phase, rebuild.plain, memo)
+    narrow = [v for k, v in phase.__globals__.items() if k.startswith("_NarrowState")]
+    assert [t._fields for t in narrow] == [("seed", "t")]
+    s = _state()
+    for e in range(4):
+        phase(s, e)
+    assert s.rew.tolist() == [10.0, 11.0, 12.0, 13.0]
+
+
+def test_callers_of_different_states_pass_a_helper_one_type():
+    memo: dict = {}
+    types_of = [{v for k, v in rebuild.rebuild(f, rebuild.plain, memo).__globals__.items()
+                 if k.startswith("_NarrowState")} for f in (_reward_phase, _observe_phase)]
+    assert types_of[0] == types_of[1] and len(types_of[0]) == 1
+
+
+def test_any_other_use_of_the_state_keeps_the_plain_twin():
+    assert rebuild._narrowed_twin(_passes_it_second.py_func, {}) is None
+    assert rebuild._narrowed_twin(_indexes_it.py_func, {}) is None
+
+
+def test_the_rebuilt_function_keeps_its_file_and_lines():
+    twin = rebuild._narrowed_twin(_reward_phase.py_func, {})
+    assert twin.__code__.co_filename == _reward_phase.py_func.__code__.co_filename
+    assert inspect.getsource(twin) == inspect.getsource(_reward_phase.py_func).split("\n", 1)[1]  # less the decorator
+
+
+def _overloads_of_the_helper() -> int:
+    """Compiles, with NVVM, a kernel calling both phases; the helper's compiles (simulator off)."""
+    from gpu_zoo.core import compat
+    from gpu_zoo.testing.cuda_compile import _compute_capability
+
+    cuda = compat.import_cuda()
+    memo: dict = {}
+    reward = rebuild.rebuild(_reward_phase, rebuild.cuda_device, memo)
+    observe = rebuild.rebuild(_observe_phase, rebuild.cuda_device, memo)
+    RewardState = namedtuple("RewardState", ["rew", "seed", "t"])
+    ObserveState = namedtuple("ObserveState", ["obs", "seed", "t"])
+
+    def kernel(rew, obs, seed, t):
+        e = cuda.grid(1)
+        if e < rew.shape[0]:
+            reward(RewardState(rew, seed, t), e)
+            observe(ObserveState(obs, seed, t), e)
+
+    with _compute_capability((9, 0)):
+        cuda.compile_ptx(kernel, "void(float32[:], float32[:], float32[:], float32[:])", cc=(9, 0))
+    return len(memo[_draw].overloads)
+
+
+def test_on_cuda_a_helper_compiles_once_for_all_its_callers():
+    if not nvvm_available():
+        if os.environ.get("GPU_ZOO_REQUIRE_REFERENCES") == "1":
+            pytest.fail("NVVM is missing: make test installs nvidia-cuda-nvcc-cu12 and nvidia-cuda-nvrtc-cu12")
+        pytest.skip("needs NVVM: pip install nvidia-cuda-nvcc-cu12 nvidia-cuda-nvrtc-cu12")
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}  # real kernels compile
+    env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+    code = "from tests.test_rebuild import _overloads_of_the_helper as f; print(f())"
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.split()[-1] == "1"

@@ -1,6 +1,7 @@
 """Kernel functions rebuilt for CUDA and the simulator pass the state on narrowed: one state type per set of fields."""
 
 import inspect
+import linecache
 import os
 import subprocess
 import sys
@@ -73,7 +74,8 @@ def test_any_other_use_of_the_state_keeps_the_plain_twin():
 def test_the_rebuilt_function_keeps_its_file_and_lines():
     twin = rebuild._narrowed_twin(_reward_phase.py_func, {})
     assert twin.__code__.co_filename == _reward_phase.py_func.__code__.co_filename
-    assert inspect.getsource(twin) == inspect.getsource(_reward_phase.py_func).split("\n", 1)[1]  # less the decorator
+    assert twin.__code__.co_firstlineno == _reward_phase.py_func.__code__.co_firstlineno
+    assert inspect.getsource(twin) == inspect.getsource(_reward_phase.py_func)
 
 
 def _overloads_of_the_helper() -> int:
@@ -110,3 +112,19 @@ def test_on_cuda_a_helper_compiles_once_for_all_its_callers():
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.split()[-1] == "1"
+
+
+def test_a_source_file_changed_since_its_import_keeps_the_plain_twin(tmp_path, monkeypatch):
+    module = tmp_path / "edited_env.py"
+    module.write_text("from gpu_zoo.core.jit import kernel_fn\n"
+                      "from tests.test_rebuild import _draw\n\n\n"
+                      "@kernel_fn\n"
+                      "def phase(s, e):\n"
+                      "    s.rew[e] = _draw(s, e)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import edited_env
+
+    assert rebuild._narrowed_twin(edited_env.phase.py_func, {}) is not None
+    module.write_text(module.read_text().replace("_draw(s, e)", "_draw(s, e) + 1"))
+    linecache.checkcache(str(module))
+    assert rebuild._narrowed_twin(edited_env.phase.py_func, {}) is None

@@ -15,14 +15,18 @@ tuple of its caller's fields.
 """
 
 from __future__ import annotations
+import __future__
 
+import ast
+import functools
 import inspect
 import io
-import textwrap
+import operator
 import tokenize
 import types
 from collections import namedtuple
 from collections.abc import Callable
+from pathlib import Path
 
 from numba.core.dispatcher import Dispatcher
 
@@ -57,6 +61,9 @@ def _twin(py, namespace: dict):
 
 
 _narrow_types: dict[tuple[str, ...], type] = {}
+# a function's compiler flags from ``from __future__`` imports, which its module's source states above it
+_FUTURE_FLAGS = functools.reduce(operator.or_,
+                                 (getattr(__future__, f).compiler_flag for f in __future__.all_feature_names))
 
 
 def narrow_state_type(fields: tuple[str, ...]) -> type:
@@ -69,8 +76,9 @@ def narrow_state_type(fields: tuple[str, ...]) -> type:
 def _narrowed_twin(py, namespace: dict):
     """``py`` compiled again from its source with each call that passes its state ``s`` narrowed, or None.
 
-    None where nothing is narrowed or the source cannot be read so (no source, a closure, a use
-    of ``s`` other than ``s.field`` and ``helper(s, ...)``): the plain twin passes ``s`` whole.
+    None where nothing is narrowed or the source cannot be read so (no source, source that no
+    longer compiles to ``py``'s code, a closure, a nested function, a use of ``s`` other than
+    ``s.field`` and ``helper(s, ...)``): the plain twin passes ``s`` whole.
     """
     from .state_fields import state_fields
 
@@ -79,9 +87,13 @@ def _narrowed_twin(py, namespace: dict):
         return None
     try:
         lines = inspect.getsourcelines(py)[0]
-        toks = list(tokenize.generate_tokens(io.StringIO(textwrap.dedent("".join(lines))).readline))
+        toks = list(tokenize.generate_tokens(io.StringIO("".join(lines)).readline))
     except (OSError, TypeError, tokenize.TokenError, IndentationError):
         return None
+    # the lines where they were, so that code and errors point at the env's own source
+    lead = _imported_names_line(py) + "\n" * (py.__code__.co_firstlineno - 1)
+    if _function_code(lead + "".join(lines), py) != py.__code__:
+        return None  # the file changed since it was imported, or the function is not at module level
     code = [t for t in toks if t.type not in (tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT,
                                              tokenize.COMMENT)]
     body = next((i for i, t in enumerate(code) if t.string == ":" and code[i - 1].string == ")"), None)
@@ -90,9 +102,7 @@ def _narrowed_twin(py, namespace: dict):
     edits = {}
     for i in range(body + 1, len(code)):
         t = code[i]
-        if t.type != tokenize.NAME or t.string != "s" or code[i - 1].string == ".":
-            continue
-        if code[i + 1].string == ".":
+        if t.type != tokenize.NAME or t.string != "s" or code[i - 1].string == "." or code[i + 1].string == ".":
             continue
         callee = py.__globals__.get(code[i - 2].string) if code[i - 1].string == "(" else None
         if not isinstance(callee, Dispatcher) or code[i + 1].string not in (",", ")") or code[i - 3].string == ".":
@@ -105,19 +115,54 @@ def _narrowed_twin(py, namespace: dict):
             edits[t.start] = f"{kind.__name__}({', '.join('s.' + n for n in names)})"
     if not edits:
         return None
-    text = textwrap.dedent("".join(lines)).splitlines(keepends=True)
     for (row, col), new in sorted(edits.items(), reverse=True):
-        line = text[row - 1]
-        text[row - 1] = line[:col] + new + line[col + 1:]
-    first = next(i for i, line in enumerate(text) if line.lstrip().startswith("def "))
-    # decorators blanked and the lines kept where they were: errors point at the env's own source
-    source = "\n" * (py.__code__.co_firstlineno - 1) + "\n" * first + "".join(text[first:])
-    defined: dict = {}
-    exec(compile(source, py.__code__.co_filename, "exec"), namespace, defined)
-    twin = defined[py.__name__]
-    twin.__defaults__, twin.__kwdefaults__ = py.__defaults__, py.__kwdefaults__
+        lines[row - 1] = lines[row - 1][:col] + new + lines[row - 1][col + 1:]
+    narrowed = _function_code(lead + "".join(lines), py)
+    if narrowed is None:
+        return None
+    twin = types.FunctionType(narrowed, namespace, py.__name__, py.__defaults__)
+    twin.__kwdefaults__ = py.__kwdefaults__
     twin.__module__, twin.__qualname__ = py.__module__, py.__qualname__
     return twin
+
+
+@functools.cache
+def _module_imports(path: str) -> tuple[str, ...]:
+    """The names that import statements bind at the top level of the module in ``path``."""
+    try:
+        tree = ast.parse(Path(path).read_text())
+    except (OSError, SyntaxError, ValueError):
+        return ()
+    names, todo = [], list(tree.body)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            names += [(a.asname or a.name).split(".")[0] for a in node.names if a.name != "*"]
+        elif not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Lambda):
+            todo += list(ast.iter_child_nodes(node))
+    return tuple(sorted(set(names)))
+
+
+def _imported_names_line(py) -> str:
+    """One line binding by import each name the module's imports bind, where the function's own lines start after it.
+
+    CPython compiles ``np.float32(x)`` differently when ``np`` came from an import: without them
+    the function's source would not compile to its code.
+    """
+    names = _module_imports(py.__code__.co_filename)
+    if not names or py.__code__.co_firstlineno < 2:
+        return ""
+    return "import " + ", ".join(f"sys as {n}" for n in names)
+
+
+def _function_code(source: str, py) -> types.CodeType | None:
+    """The code of the function named like ``py`` that ``source`` defines, compiled as ``py``'s file; nothing runs."""
+    try:
+        module = compile(source, py.__code__.co_filename, "exec", flags=py.__code__.co_flags & _FUTURE_FLAGS,
+                         dont_inherit=True)
+    except SyntaxError:
+        return None
+    return next((c for c in module.co_consts if isinstance(c, types.CodeType) and c.co_name == py.__name__), None)
 
 
 def plain(fn):

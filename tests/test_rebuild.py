@@ -66,9 +66,16 @@ def test_callers_of_different_states_pass_a_helper_one_type():
     assert types_of[0] == types_of[1] and len(types_of[0]) == 1
 
 
+@kernel_fn
+def _calls_a_local_of_a_helpers_name(s, e):
+    _draw = _reward_phase
+    return _draw(s, e)
+
+
 def test_any_other_use_of_the_state_keeps_the_plain_twin():
     assert rebuild._narrowed_twin(_passes_it_second.py_func, {}) is None
     assert rebuild._narrowed_twin(_indexes_it.py_func, {}) is None
+    assert rebuild._narrowed_twin(_calls_a_local_of_a_helpers_name.py_func, {}) is None
 
 
 def test_the_rebuilt_function_keeps_its_file_and_lines():

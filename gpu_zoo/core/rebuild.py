@@ -104,7 +104,9 @@ def _narrowed_twin(py, namespace: dict):
         t = code[i]
         if t.type != tokenize.NAME or t.string != "s" or code[i - 1].string == "." or code[i + 1].string == ".":
             continue
-        callee = py.__globals__.get(code[i - 2].string) if code[i - 1].string == "(" else None
+        name = code[i - 2].string
+        # a local of that name (a helper bound in the function) is not the global the fields are read from
+        callee = py.__globals__.get(name) if code[i - 1].string == "(" and name not in py.__code__.co_varnames else None
         if not isinstance(callee, Dispatcher) or code[i + 1].string not in (",", ")") or code[i - 3].string == ".":
             return None  # the state used some other way: the whole of it is passed
         fields = state_fields(callee, 0)

@@ -66,6 +66,16 @@ def reference(module: str, reason: str = ""):
     return pytest.importorskip(module, reason=reason or None)
 
 
+def require_nvvm():
+    """Skips where NVVM (CUDA kernels compiled without a GPU) is missing; fails under ``make test``, which installs it."""
+    from gpu_zoo.testing import nvvm_available
+
+    if not nvvm_available():
+        if os.environ.get("GPU_ZOO_REQUIRE_REFERENCES") == "1":
+            pytest.fail("NVVM is missing: make test installs nvidia-cuda-nvcc-cu12 and nvidia-cuda-nvrtc-cu12")
+        pytest.skip("needs NVVM: pip install nvidia-cuda-nvcc-cu12 nvidia-cuda-nvrtc-cu12")
+
+
 def built_once(name: str, build) -> Path:
     """A folder that ``build(folder)`` fills once per test run, shared by pytest-xdist's workers.
 

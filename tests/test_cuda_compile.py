@@ -1,19 +1,16 @@
 """Every env's CUDA kernels compiled for real (NVVM, no GPU): what the simulator's plain Python cannot catch."""
 
-import os
 
 import pytest
 
 import gpu_zoo
-from gpu_zoo.testing import CudaCompileError, compile_kernels, nvvm_available
+from gpu_zoo.testing import CudaCompileError, compile_kernels
+from tests.helpers import require_nvvm
 
 
 @pytest.fixture(scope="module", autouse=True)
 def nvvm():
-    if not nvvm_available():
-        if os.environ.get("GPU_ZOO_REQUIRE_REFERENCES") == "1":
-            pytest.fail("NVVM is missing: make test installs nvidia-cuda-nvcc-cu12 and nvidia-cuda-nvrtc-cu12")
-        pytest.skip("needs NVVM: pip install nvidia-cuda-nvcc-cu12 nvidia-cuda-nvrtc-cu12")
+    require_nvvm()
 
 
 @pytest.mark.parametrize("env_id", gpu_zoo.registered_envs())

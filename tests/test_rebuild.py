@@ -8,11 +8,10 @@ import sys
 from collections import namedtuple
 
 import numpy as np
-import pytest
 
 from gpu_zoo.core import rebuild
 from gpu_zoo.core.jit import kernel_fn
-from gpu_zoo.testing import nvvm_available
+from tests.helpers import require_nvvm
 
 
 @kernel_fn
@@ -109,10 +108,7 @@ def _overloads_of_the_helper() -> int:
 
 
 def test_on_cuda_a_helper_compiles_once_for_all_its_callers():
-    if not nvvm_available():
-        if os.environ.get("GPU_ZOO_REQUIRE_REFERENCES") == "1":
-            pytest.fail("NVVM is missing: make test installs nvidia-cuda-nvcc-cu12 and nvidia-cuda-nvrtc-cu12")
-        pytest.skip("needs NVVM: pip install nvidia-cuda-nvcc-cu12 nvidia-cuda-nvrtc-cu12")
+    require_nvvm()
     env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}  # real kernels compile
     env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
     code = "from tests.test_rebuild import _overloads_of_the_helper as f; print(f())"

@@ -66,7 +66,7 @@ _FUTURE_FLAGS = functools.reduce(operator.or_,
                                  (getattr(__future__, f).compiler_flag for f in __future__.all_feature_names))
 
 
-def narrow_state_type(fields: tuple[str, ...]) -> type:
+def _narrow_state_type(fields: tuple[str, ...]) -> type:
     """The one state type of a set of fields, whoever passes it: its callee compiles once for it."""
     if fields not in _narrow_types:
         _narrow_types[fields] = namedtuple(f"_NarrowState{len(_narrow_types)}", fields)
@@ -112,7 +112,7 @@ def _narrowed_twin(py, namespace: dict):
         fields = state_fields(callee, 0)
         if fields:  # a callee using no field keeps the caller's state: its fields need not include any
             names = tuple(sorted(fields))
-            kind = narrow_state_type(names)
+            kind = _narrow_state_type(names)
             namespace[kind.__name__] = kind
             edits[t.start] = f"{kind.__name__}({', '.join('s.' + n for n in names)})"
     if not edits:

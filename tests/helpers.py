@@ -67,7 +67,7 @@ def reference(module: str, reason: str = ""):
 
 
 def require_nvvm():
-    """Skips where NVVM (CUDA kernels compiled without a GPU) is missing; fails under ``make test``, which installs it."""
+    """Skips where NVVM (CUDA compiles without a GPU) is missing; fails under ``make test``, which installs it."""
     from gpu_zoo.testing import nvvm_available
 
     if not nvvm_available():

@@ -248,9 +248,24 @@ def field_args(layout: Layout) -> str:
     return ", ".join(f"f_{n}" for n in layout.fields)
 
 
+# CPython passes a call of more than 30 arguments as a list grown one append at a time, which
+# Numba types and lowers as a tuple rebuilt whole per argument: quadratic IR.
+CALL_ARGS_MAX = 30
+
+
 def state_tuple(layout: Layout) -> str:
-    """The kernel's state: a ``State`` namedtuple of its field arrays."""
-    return f"State({field_args(layout)})"
+    """The kernel's state: a ``State`` namedtuple of its field arrays.
+
+    Wide states are spread from a sum of tuples of at most ``CALL_ARGS_MAX`` fields each: one
+    tuple concatenation per chunk where a call with every field as an argument made Numba build
+    a tuple per field, each copied whole from the last (tag_continuous's 40 fields: 3.2 MB of
+    its kernel's 5.6 MB of NVVM IR).
+    """
+    names = [f"f_{n}" for n in layout.fields]
+    if len(names) <= CALL_ARGS_MAX:
+        return f"State({', '.join(names)})"
+    chunks = [names[i:i + CALL_ARGS_MAX] for i in range(0, len(names), CALL_ARGS_MAX)]
+    return "State(*(" + " + ".join(f"({', '.join(c)},)" for c in chunks) + "))"
 
 
 def ladder_source(name: str, ladder: list[tuple[str, int, int]], deco: str) -> str:

@@ -58,7 +58,7 @@ def test_one_function_bound_to_adjacent_groups_is_one_call_on_a_gpu():
     source = generate_source(layout, "cuda", layout_launch_shape(layout, 64, False, 128, None, None, None))
     step = source[source.index("def drive("):]
     assert step.count("__chase(") == 1 and step.count("__run(") == 1
-    assert "= s.act_chaser[e, a - 0]" in step and "= s.act_hunter[e, a - 2]" in step
+    assert "= f_act_chaser[e, a - 0]" in step and "= f_act_hunter[e, a - 2]" in step
 
 
 def test_phases_bound_to_different_groups_share_a_stage():

@@ -63,7 +63,7 @@ def test_the_cuda_kernel_holds_each_reset_phase_once_for_a_reset_and_an_auto_res
         assert body.count("gather_trade_build__reset_tile(") == 1 and "\ndef reset(" not in src
         assert "episode__reset_env(" in body and "episode__restart_env(" in body
         # the tail runs where a reset or a restart says so, each branch setting the flag it reads
-        assert "        restart = ok\n    else:" in body and "        restart = fin and s.autoreset[e] != 0" in body
+        assert "        restart = ok\n    else:" in body and "        restart = fin and f_autoreset[e] != 0" in body
         assert "\n    if restart:" in body
 
 
@@ -79,4 +79,4 @@ def test_the_cpu_drivers_read_state_fields_from_the_kernel_arguments():
         assert "(_State" in body.split("idle = f_finished[e] != 0", 1)[1]
     # a callee whose fields cannot be told still gets the whole state, built in the loop
     push = kernel_source("simple_push_v3", "cpu", 4).split("def _drive_serial(", 1)[1].split("\ndef ", 1)[0]
-    assert "        s = State(f_rew, " in push
+    assert "        s = State(*((f_rew, " in push

@@ -77,6 +77,51 @@ def test_any_other_use_of_the_state_keeps_the_plain_twin():
     assert rebuild._narrowed_twin(_calls_a_local_of_a_helpers_name.py_func, {}) is None
 
 
+@kernel_fn
+def _tax(s, p, e):
+    return s.seed[e] * p.rate
+
+
+@kernel_fn
+def _limit(t, p, e):
+    return t[e] + p.cap
+
+
+@kernel_fn
+def _no_params(s, p, e):
+    return s.t[e]
+
+
+@kernel_fn
+def _params_phase(s, p, e):
+    s.rew[e] = _tax(s, p, e) + _limit(s.t, p, e) + _no_params(s, p, e)
+
+
+@kernel_fn
+def _indexes_the_params(s, p, e):
+    s.rew[e] = _tax(s, p, e) + p[0]
+
+
+Params = namedtuple("Params", ["rate", "cap", "unused"])
+
+
+def test_a_call_passing_the_params_gives_the_callee_only_the_params_it_reads():
+    memo: dict = {}
+    phase = rebuild.rebuild(_params_phase, rebuild.plain, memo)
+    params = [v._fields for k, v in phase.__globals__.items() if k.startswith("_NarrowParams")]
+    assert sorted(params) == [("cap",), ("rate",)]  # wherever the params are passed; none for _no_params
+    s = _state()
+    for e in range(4):
+        phase(s, Params(np.float32(2.0), np.float32(0.5), None), e)
+    assert s.rew.tolist() == [20.5, 22.5, 24.5, 26.5]  # seed * rate + (t + cap) + t
+
+
+def test_params_used_any_other_way_are_passed_whole():
+    twin = rebuild._narrowed_twin(_indexes_the_params.py_func, {})
+    names = twin.__code__.co_names  # the state is still narrowed
+    assert any(n.startswith("_NarrowState") for n in names) and not any(n.startswith("_NarrowParams") for n in names)
+
+
 def test_the_rebuilt_function_keeps_its_file_and_lines():
     twin = rebuild._narrowed_twin(_reward_phase.py_func, {})
     assert twin.__code__.co_filename == _reward_phase.py_func.__code__.co_filename

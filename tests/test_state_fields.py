@@ -1,5 +1,6 @@
 """Each kernel call passes only the state fields its callee uses (`gpu_zoo.core.state_fields`)."""
 
+import ast
 import re
 
 from numba import njit
@@ -61,7 +62,7 @@ def test_the_answers_are_kept_on_disk_by_the_code_of_each_function(tmp_path, mon
 def test_the_economys_cpu_driver_passes_each_phase_only_its_fields():
     src = kernel_source("gather_trade_build_v0", "cpu", 4)
     driver = src.split("def _drive_serial(", 1)[1].split("\ndef ", 1)[0]
-    types = dict(re.findall(r"^(_State\d+) = namedtuple\('\w+', \(([^)]*)\)\)", src, re.M))
+    types = dict(re.findall(r"^(_State\d+) = narrow_type\('State', \(([^)]*)\)\)", src, re.M))
     assert types, "no call passes part of the state"
     # the copy of the final observation reads the observations and writes their copies, nothing else
     copy = re.search(r"_elem1\((_State\d+)\(", driver).group(1)
@@ -76,5 +77,17 @@ def test_the_cuda_kernel_passes_each_call_only_its_fields():
     body = src.split("def drive(resetting, ", 1)[1]
     narrowed = re.findall(r"\w+\((_State\d+)\(", body)
     assert len(narrowed) > 20
-    # only the params builder still gets the whole state
-    assert {name for name in re.findall(r"(\w+)\(s[,)]", body)} <= {"_params"}
+    # no call gets the whole state: the kernel reads its fields off its arguments and builds no state tuple
+    assert not re.findall(r"(\w+)\(s[,)]", body) and "State(" not in body.replace("_State", "")
+    # and the params each phase reads, no more
+    assert len(re.findall(r"\w+\(_State\d+\([^)]*\), _Params\d+\(", body)) > 20
+
+
+def test_no_generated_call_passes_more_than_30_arguments():
+    # CPython passes them as a list grown one append at a time: Numba's IR then grows as their square
+    for target in ("cpu", "cuda"):
+        tree = ast.parse(kernel_source("gather_trade_build_v0", target, 64))
+        widths = [len(node.args) for node in ast.walk(tree) if isinstance(node, ast.Call)]
+        assert max(widths) <= 30, target
+        assert any(isinstance(a, ast.Starred) for node in ast.walk(tree) if isinstance(node, ast.Call)
+                   for a in node.args), "the economy's state has more than 30 fields: it is spread from tuples"

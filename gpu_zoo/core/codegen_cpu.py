@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import re
-
 from .layout import Layout
-from .plan import Stages, block_runs, bound_groups, field_args, restart_tail, state_tuple
+from .plan import WHOLE_STATE, Stages, block_runs, bound_groups, field_args, fields_direct, restart_tail, state_tuple
 from .state_fields import SubStates
 from .tuning import ONE_OBS_LOOP_ELEMENTS
 
@@ -97,8 +95,8 @@ def cpu_drivers(step: Stages, reset: Stages, layout: Layout, helpers: dict, subs
         head += ["if restart:", *_indented(_cpu_stages(reset.items[len(reset.items) - n:], False, layout, helpers))]
     for name, body in helpers.values():  # an element helper is passed the fields its body uses
         subs.helpers[name] = subs.fields_of_source(body)
-    head = [_fields_direct(subs.narrow(line), layout) for line in head]
-    if any(_WHOLE_STATE.search(line) for line in head):  # a callee whose fields cannot be told takes it all
+    head = [fields_direct(subs.narrow(line), layout) for line in head]
+    if any(WHOLE_STATE.search(line) for line in head):  # a callee whose fields cannot be told takes it all
         # built inside the loop: a namedtuple crossing into a parfor body fails to lower
         head.insert(0, f"s = {state_tuple(layout)}")
     out = []
@@ -109,20 +107,6 @@ def cpu_drivers(step: Stages, reset: Stages, layout: Layout, helpers: dict, subs
     out += [f"{name}{suffix} = partial(_drive{suffix}, {flag})"
             for name, flag in (("step", False), ("reset", True)) for suffix in ("", "_serial")]
     return "\n".join(out) + "\n"
-
-
-_FIELD = re.compile(r"(?<![\w.])s\.(\w+)")
-_WHOLE_STATE = re.compile(r"(?<![\w.])s\b(?!\.)")
-
-
-def _fields_direct(line: str, layout: Layout) -> str:
-    """``line`` reading each state field from its kernel argument (``f_NAME``) instead of the state tuple.
-
-    Numba keeps the driver's state tuple (every field's array) in one stack slot and loads all of
-    it at each use: LLVM then spent seconds taking those loads apart. The economy's cold first
-    step 15.3 -> 13.8 s, its parallel driver's compile 33 -> 20 s, on 2 cores (`GENERATED_CODE`).
-    """
-    return _FIELD.sub(lambda m: f"f_{m.group(1)}" if m.group(1) in layout.fields else m.group(0), line)
 
 
 def _indented(lines: list[str]) -> list[str]:

@@ -36,7 +36,7 @@ from .codegen_cpu import CPU_HELPER, cpu_drivers
 from .codegen_cuda import cuda_body, cuda_driver
 from .launch_shape import LaunchShape
 from .layout import LIVE_INT_PARAMS, Layout
-from .plan import Stages, ladder_source, stages, step_kernels
+from .plan import WHOLE_STATE, Stages, fields_direct, ladder_source, stages, state_tuple, step_kernels, wide_call
 from .state_fields import SubStates, flush
 
 _OBSERVING = ("gpu_zoo.core.episode", "observing")  # imported as _observing by every generated module
@@ -95,7 +95,7 @@ def _params_source(layout: Layout, deco: str) -> tuple[str, list[str]]:
     for k in LIVE_INT_PARAMS:
         names.append(k)
         values.append(f"s.{k}[e]")
-    body = [*tables, deco, "def _params(s, e):", f"    return Params({', '.join(values)})"]
+    body = [*tables, deco, "def _params(s, e):", f"    return {wide_call('Params', values)}"]
     return "\n".join(body), names
 
 
@@ -169,22 +169,35 @@ def generate_source(layout: Layout, target: str, shape: LaunchShape | None) -> s
              *(ladder_source(name, ladder, ladder_deco[target]) for name, ladder in sorted(ladders.items()))]
     # each call passes the state fields its callee uses (`gpu_zoo.core.state_fields`): their types are defined here
     subs = SubStates(layout, {**imports, "_observing": _OBSERVING})
+    subs.helpers["_params"] = subs.fields_of_source(params_src[params_src.index("def _params("):])
     if target == "cpu":
         helpers: dict = {}
-        subs.helpers["_params"] = subs.fields_of_source(params_src[params_src.index("def _params("):])
         drivers = cpu_drivers(step, reset, layout, helpers, subs)
         parts += [src for _, src in helpers.values()] + [drivers]
     elif shape.split_observe:  # the reset is the last kernel's other branch
         phases, observe, finished = step_kernels(layout)
-        parts += [subs.narrow(cuda_body("step_phases", phases, layout, shape.for_phases(), sim)),
-                  subs.narrow(cuda_body("step_observe", observe, layout, shape, sim)),
-                  subs.narrow(cuda_driver("step_finished", finished, reset, layout, shape.for_phases(), sim))]
+        parts += [_cuda_kernel(cuda_body("step_phases", phases, layout, shape.for_phases(), sim), layout, subs),
+                  _cuda_kernel(cuda_body("step_observe", observe, layout, shape, sim), layout, subs),
+                  _cuda_kernel(cuda_driver("step_finished", finished, reset, layout, shape.for_phases(), sim), layout,
+                               subs)]
     else:
-        parts.append(subs.narrow(cuda_driver("drive", step, reset, layout, shape, sim)))
+        parts.append(_cuda_kernel(cuda_driver("drive", step, reset, layout, shape, sim), layout, subs))
     if subs.types:
         parts.insert(2, "\n".join(subs.source()))
     flush()
     return "\n\n\n".join(parts) + "\n"
+
+
+def _cuda_kernel(src: str, layout: Layout, subs: SubStates) -> str:
+    """A CUDA kernel's source with each call's state narrowed and the fields read off its arguments.
+
+    The state tuple is built only where a callee takes all of it.
+    """
+    lines = [fields_direct(line, layout) for line in subs.narrow(src).splitlines()]
+    built = f"    s = {state_tuple(layout)}"
+    if not any(WHOLE_STATE.search(line) for line in lines if line != built):
+        lines.remove(built)
+    return "\n".join(lines)
 
 
 def _written(layout: Layout, target: str, shape: LaunchShape | None) -> tuple[str, Path]:

@@ -12,6 +12,7 @@ Execution model (the same on both targets):
 
 from __future__ import annotations
 
+import re
 import sys
 
 from . import episode as _episode
@@ -253,19 +254,39 @@ def field_args(layout: Layout) -> str:
 CALL_ARGS_MAX = 30
 
 
-def state_tuple(layout: Layout) -> str:
-    """The kernel's state: a ``State`` namedtuple of its field arrays.
+def wide_call(name: str, args: list[str]) -> str:
+    """``name(*args)`` as source whose IR grows linearly with the arguments.
 
-    Wide states are spread from a sum of tuples of at most ``CALL_ARGS_MAX`` fields each: one
-    tuple concatenation per chunk where a call with every field as an argument made Numba build
-    a tuple per field, each copied whole from the last (tag_continuous's 40 fields: 3.2 MB of
-    its kernel's 5.6 MB of NVVM IR).
+    More than ``CALL_ARGS_MAX`` are spread from a sum of tuples of at most that many: one tuple
+    concatenation per chunk where a call with every argument made Numba build a tuple per
+    argument, each copied whole from the last (tag_continuous's state of 40 fields: 3.2 MB of its
+    kernel's 5.6 MB of NVVM IR).
     """
-    names = [f"f_{n}" for n in layout.fields]
-    if len(names) <= CALL_ARGS_MAX:
-        return f"State({', '.join(names)})"
-    chunks = [names[i:i + CALL_ARGS_MAX] for i in range(0, len(names), CALL_ARGS_MAX)]
-    return "State(*(" + " + ".join(f"({', '.join(c)},)" for c in chunks) + "))"
+    if len(args) <= CALL_ARGS_MAX:
+        return f"{name}({', '.join(args)})"
+    chunks = [args[i:i + CALL_ARGS_MAX] for i in range(0, len(args), CALL_ARGS_MAX)]
+    return f"{name}(*(" + " + ".join(f"({', '.join(c)},)" for c in chunks) + "))"
+
+
+def state_tuple(layout: Layout) -> str:
+    """The kernel's state: a ``State`` namedtuple of its field arrays."""
+    return wide_call("State", [f"f_{n}" for n in layout.fields])
+
+
+_FIELD = re.compile(r"(?<![\w.])s\.(\w+)")
+WHOLE_STATE = re.compile(r"(?<![\w.])s\b(?!\.)")
+"""The state ``s`` itself, not one of its fields: a call passing all of it."""
+
+
+def fields_direct(line: str, layout: Layout) -> str:
+    """``line`` reading each state field from its kernel argument (``f_NAME``) instead of the state tuple.
+
+    Numba keeps a kernel's state tuple (every field's array) in one stack slot and loads all of it
+    at each use, and spells out its type in each: on the CPU LLVM then spent seconds taking those
+    loads apart (the economy's cold first step 15.3 -> 13.8 s, its parallel driver's compile 33 ->
+    20 s, on 2 cores); on CUDA the type filled NVVM's IR (tag_continuous's kernel 3.1 -> 1.0 MB).
+    """
+    return _FIELD.sub(lambda m: f"f_{m.group(1)}" if m.group(1) in layout.fields else m.group(0), line)
 
 
 def ladder_source(name: str, ladder: list[tuple[str, int, int]], deco: str) -> str:

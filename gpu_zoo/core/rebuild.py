@@ -21,6 +21,7 @@ import ast
 import functools
 import inspect
 import io
+import keyword
 import operator
 import tokenize
 import types
@@ -60,22 +61,30 @@ def _twin(py, namespace: dict):
     return twin
 
 
-_narrow_types: dict[tuple[str, ...], type] = {}
+_narrow_types: dict[tuple[str, tuple[str, ...]], type] = {}
 # a function's compiler flags from ``from __future__`` imports, which its module's source states above it
 _FUTURE_FLAGS = functools.reduce(operator.or_,
                                  (getattr(__future__, f).compiler_flag for f in __future__.all_feature_names))
 
 
-def _narrow_state_type(fields: tuple[str, ...]) -> type:
-    """The one state type of a set of fields, whoever passes it: its callee compiles once for it."""
-    if fields not in _narrow_types:
-        _narrow_types[fields] = namedtuple(f"_NarrowState{len(_narrow_types)}", fields)
-    return _narrow_types[fields]
+def narrow_type(kind: str, fields: tuple[str, ...]) -> type:
+    """The one ``kind`` ("State" or "Params") type of a set of fields, whoever passes it: a callee compiles once.
+
+    The generated kernels take their narrowed tuples' types from here too, so that a helper that
+    a kernel and a rebuilt function both call compiles once.
+    """
+    key = (kind, fields)
+    if key not in _narrow_types:
+        _narrow_types[key] = namedtuple(f"_Narrow{kind}{len(_narrow_types)}", fields)
+    return _narrow_types[key]
 
 
 def _narrowed_twin(py, namespace: dict):
     """``py`` compiled again from its source with each call that passes its state ``s`` narrowed, or None.
 
+    The params ``p`` (the function's second parameter, if so named) are narrowed likewise where
+    they are passed to a helper, to the params it uses, if they are only read (``p.name``) and
+    passed whole: ``rate_limit(s.ep_count, p, e)``.
     None where nothing is narrowed or the source cannot be read so (no source, source that no
     longer compiles to ``py``'s code, a closure, a nested function, a use of ``s`` other than
     ``s.field`` and ``helper(s, ...)``): the plain twin passes ``s`` whole.
@@ -99,10 +108,23 @@ def _narrowed_twin(py, namespace: dict):
     body = next((i for i, t in enumerate(code) if t.string == ":" and code[i - 1].string == ")"), None)
     if body is None:
         return None
-    edits = {}
+    p = "p" if params[1:2] == ["p"] else None
+    edits, p_edits, p_free = {}, {}, p is not None
     for i in range(body + 1, len(code)):
         t = code[i]
-        if t.type != tokenize.NAME or t.string != "s" or code[i - 1].string == "." or code[i + 1].string == ".":
+        if t.type != tokenize.NAME or t.string not in ("s", p) or code[i - 1].string == "." \
+                or code[i + 1].string == ".":
+            continue
+        if t.string == p:  # only read (``p.name``) or passed whole to a call: narrowed for a helper
+            call = _call_of_argument(code, i)
+            if call is None:
+                p_free = False
+                continue
+            name, index = call
+            callee = py.__globals__.get(name) if name not in py.__code__.co_varnames else None
+            used = state_fields(callee, index) if isinstance(callee, Dispatcher) else None
+            if used is not None:
+                p_edits[t.start] = used
             continue
         name = code[i - 2].string
         # a local of that name (a helper bound in the function) is not the global the fields are read from
@@ -111,14 +133,14 @@ def _narrowed_twin(py, namespace: dict):
             return None  # the state used some other way: the whole of it is passed
         fields = state_fields(callee, 0)
         if fields:  # a callee using no field keeps the caller's state: its fields need not include any
-            names = tuple(sorted(fields))
-            kind = _narrow_state_type(names)
-            namespace[kind.__name__] = kind
-            edits[t.start] = f"{kind.__name__}({', '.join('s.' + n for n in names)})"
+            edits[t.start] = (1, _narrowed("State", fields, namespace, "s"))
+    if p_free:
+        edits |= {at: (len(p), _narrowed("Params", used, namespace, p) if used else "()")
+                  for at, used in p_edits.items()}
     if not edits:
         return None
-    for (row, col), new in sorted(edits.items(), reverse=True):
-        lines[row - 1] = lines[row - 1][:col] + new + lines[row - 1][col + 1:]
+    for (row, col), (length, new) in sorted(edits.items(), reverse=True):
+        lines[row - 1] = lines[row - 1][:col] + new + lines[row - 1][col + length:]
     narrowed = _function_code(lead + "".join(lines), py)
     if narrowed is None:
         return None
@@ -126,6 +148,39 @@ def _narrowed_twin(py, namespace: dict):
     twin.__kwdefaults__ = py.__kwdefaults__
     twin.__module__, twin.__qualname__ = py.__module__, py.__qualname__
     return twin
+
+
+def _call_of_argument(code: list, i: int) -> tuple[str, int] | None:
+    """(the function's name, the argument's index) where token ``i`` is a positional argument of a call by name."""
+    if code[i - 1].string not in ("(", ",") or code[i + 1].string not in (",", ")"):
+        return None
+    depth, index = 0, 0
+    for j in range(i - 1, 0, -1):
+        tok = code[j].string
+        if tok in (")", "]", "}"):
+            depth += 1
+        elif tok in ("[", "{") or (tok == "(" and depth):
+            if not depth:
+                return None  # an element of a list, set or dict display
+            depth -= 1
+        elif tok == "(":
+            head = code[j - 1]
+            if head.type != tokenize.NAME or code[j - 2].string == "." or keyword.iskeyword(head.string):
+                return None
+            return head.string, index
+        elif not depth and tok == ",":
+            index += 1
+        elif not depth and tok in ("=", ":", "*", "**", "lambda"):
+            return None  # a keyword argument's value, or a starred or lambda one
+    return None
+
+
+def _narrowed(kind: str, fields: frozenset[str], namespace: dict, name: str) -> str:
+    """Source of a ``kind`` tuple of ``fields`` read off ``name``, its type put in ``namespace``."""
+    names = tuple(sorted(fields))
+    narrow = narrow_type(kind, names)
+    namespace[narrow.__name__] = narrow
+    return f"{narrow.__name__}({', '.join(f'{name}.{n}' for n in names)})"
 
 
 @functools.cache

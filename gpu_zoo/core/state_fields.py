@@ -34,8 +34,8 @@ if TYPE_CHECKING:
 _memo: dict[tuple, frozenset[str] | None] = {}
 _disk: dict | None = None  # what `_direct` found, loaded from disk on first use
 _dirty = False  # found here and not yet written
-# a call whose first argument is the state: ``name(s,`` or ``name(s)``
-_PASSES_STATE = re.compile(r"(?<![\w.])([A-Za-z_]\w*)\(s(?=[,)])")
+# a call whose first argument is the state: ``name(s,`` or ``name(s)``; and the params ``p`` second, if so
+_PASSES_STATE = re.compile(r"(?<![\w.])([A-Za-z_]\w*)\(s(?=[,)])(, p(?=[,)]))?")
 
 
 def state_fields(fn, arg: int = 0) -> frozenset[str] | None:
@@ -206,7 +206,7 @@ class SubStates:
         self.layout = layout
         self.imports = imports  # alias -> (module, name) of each function the kernel text calls
         self.helpers: dict[str, frozenset[str] | None] = {}  # generated functions: their fields
-        self.types: dict[tuple, str] = {}
+        self.types: dict[tuple, str] = {}  # (kind, fields) -> the name of its narrowed type here
 
     def fields_of_call(self, name: str) -> frozenset[str] | None:
         """The fields that the function called as ``name`` uses through its first argument."""
@@ -223,7 +223,7 @@ class SubStates:
         Its attributes and what its calls passing ``s`` need; any other use of ``s``: None.
         """
         body = re.sub(r"def (\w+)\(s\b", r"def \1(", body, count=1)  # the function's own parameter
-        calls = _PASSES_STATE.findall(body)
+        calls = [m.group(1) for m in _PASSES_STATE.finditer(body)]
         if len(re.findall(r"(?<![\w.])s\b(?!\.)", body)) != len(calls):
             return None
         used = set(re.findall(r"(?<![\w.])s\.(\w+)", body))
@@ -234,17 +234,40 @@ class SubStates:
             used |= sub
         return frozenset(used)
 
+    def params_of_call(self, name: str) -> frozenset[str] | None:
+        """The params that the function called as ``name`` uses through its second argument (None: unknown)."""
+        where = self.imports.get(name) if name not in self.helpers else None
+        if where is None:
+            return None
+        return state_fields(getattr(sys.modules[where[0]], where[1]), 1)
+
     def arg(self, fields: frozenset[str] | None) -> str:
         """``s``, or a tuple of the fields given, in the layout's order."""
         if fields is None or not fields <= set(self.layout.fields) or len(fields) == len(self.layout.fields):
             return "s"
-        names = tuple(f for f in self.layout.fields if f in fields) or ("t",)
-        name = self.types.setdefault(names, f"_State{len(self.types)}")
-        return f"{name}({', '.join('s.' + n for n in names)})"
+        return self._narrowed("State", tuple(f for f in self.layout.fields if f in fields) or ("t",), "s")
+
+    def params_arg(self, used: frozenset[str] | None) -> str:
+        """``p``, or a tuple of the params given (``()`` for none)."""
+        if used is None:
+            return "p"
+        return self._narrowed("Params", tuple(sorted(used)), "p") if used else "()"
+
+    def _narrowed(self, kind: str, names: tuple[str, ...], source: str) -> str:
+        name = self.types.setdefault((kind, names), f"_{kind}{len(self.types)}")
+        return f"{name}({', '.join(f'{source}.{n}' for n in names)})"
 
     def narrow(self, code: str) -> str:
-        """``code`` with the state it passes to each known function narrowed to that function's fields."""
-        return _PASSES_STATE.sub(lambda m: f"{m.group(1)}({self.arg(self.fields_of_call(m.group(1)))}", code)
+        """``code`` with the state (and params) it passes to each known function narrowed to what that function uses."""
+        def call(m):
+            p = f", {self.params_arg(self.params_of_call(m.group(1)))}" if m.group(2) else ""
+            return f"{m.group(1)}({self.arg(self.fields_of_call(m.group(1)))}{p}"
+
+        return _PASSES_STATE.sub(call, code)
 
     def source(self) -> list[str]:
-        return [f"{name} = namedtuple({name!r}, {names!r})" for names, name in self.types.items()]
+        """Each narrowed type, the one `gpu_zoo.core.rebuild` gives the rebuilt functions for its fields."""
+        if not self.types:
+            return []
+        return ["from gpu_zoo.core.rebuild import narrow_type",
+                *(f"{name} = narrow_type({kind!r}, {names!r})" for (kind, names), name in self.types.items())]

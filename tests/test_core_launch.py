@@ -118,7 +118,7 @@ def test_a_split_step_is_three_kernels_with_the_observations_alone_in_the_second
     assert body[body.index("def step_phases"):].split("def ")[1].count("lane = tid & 127") == 1
     assert body[body.index("def step_observe"):].split("def ")[1].count("lane = tid & 511") == 1
     observe = split[split.index("def step_observe"):split.index("def step_finished")]
-    assert "s.obs_" in observe and "end_agent" not in observe and "begin_env" not in observe
+    assert "f_obs_" in observe and "end_agent" not in observe and "begin_env" not in observe
     assert "def drive(resetting, " in generate_source(layout, "cuda", launch_shape(5))
     with pytest.raises(ValueError, match="split_observe must be a bool"):
         gpu_zoo.make("tag_gridworld_v0", device="cpu", split_observe="yes")

@@ -168,7 +168,7 @@ def generate_source(layout: Layout, target: str, shape: LaunchShape | None) -> s
     parts = ["\n".join(head), params_src,
              *(ladder_source(name, ladder, ladder_deco[target]) for name, ladder in sorted(ladders.items()))]
     # each call passes the state fields its callee uses (`gpu_zoo.core.state_fields`): their types are defined here
-    subs = SubStates(layout, {**imports, "_observing": _OBSERVING})
+    subs = SubStates(layout, {**imports, "_observing": _OBSERVING}, narrow_params=cuda)
     subs.helpers["_params"] = subs.fields_of_source(params_src[params_src.index("def _params("):])
     if target == "cpu":
         helpers: dict = {}

@@ -14,6 +14,7 @@ anything else) means the function needs the whole state: the answer is then None
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import inspect
 import json
@@ -118,9 +119,8 @@ def _read_ir(py, arg: int) -> list | None:
     params = list(inspect.signature(py).parameters.values())
     if arg >= len(params) or params[arg].kind not in (params[arg].POSITIONAL_ONLY, params[arg].POSITIONAL_OR_KEYWORD):
         return None
-    try:
-        fir = run_frontend(py)
-    except Exception:  # noqa: BLE001 - what Numba cannot read here it will report when it compiles
+    fir = _frontend(py)
+    if fir is None:
         return None
     name = params[arg].name
     defs: dict[str, list] = {}
@@ -159,6 +159,15 @@ def _read_ir(py, arg: int) -> list | None:
                 continue
             return None
     return [sorted(attrs), sorted(calls)]
+
+
+@functools.lru_cache(maxsize=256)
+def _frontend(py):
+    """Numba's untyped IR of ``py``, read once for all its parameters (the state's and the params')."""
+    try:
+        return run_frontend(py)
+    except Exception:  # noqa: BLE001 - what Numba cannot read here it will report when it compiles
+        return None
 
 
 def _calls(call: ir.Expr, aliases: set, defs: dict) -> set | None:

@@ -162,6 +162,47 @@ def test_on_cuda_a_helper_compiles_once_for_all_its_callers():
     assert done.stdout.split()[-1] == "1"
 
 
+@kernel_fn
+def _scaled(x, k):
+    return x * k
+
+
+@kernel_fn
+def _pick(t, k):
+    return t[k]  # a tuple of two types: indexed only by a literal
+
+
+def _literal_overloads() -> list[int]:
+    """Compiles, with NVVM, a kernel calling helpers with constants; each helper's compiles (simulator off)."""
+    from gpu_zoo.core import compat
+    from gpu_zoo.testing.cuda_compile import _compute_capability
+
+    cuda = compat.import_cuda()
+    memo: dict = {}
+    scaled = rebuild.rebuild(_scaled, rebuild.cuda_device, memo)
+    pick = rebuild.rebuild(_pick, rebuild.cuda_device, memo)
+
+    def kernel(out):
+        e = cuda.grid(1)
+        if e < out.shape[0]:
+            t = (np.float32(1.5), np.int64(2))
+            out[e] = scaled(out[e], 2) + scaled(out[e], 3) + pick(t, 0) + pick(t, 1)
+
+    with _compute_capability((9, 0)):
+        cuda.compile_ptx(kernel, "void(float32[:])", cc=(9, 0))
+    return [len(memo[_scaled].overloads), len(memo[_pick].overloads)]
+
+
+def test_on_cuda_constant_arguments_compile_a_helper_once_unless_it_needs_them():
+    require_nvvm()
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
+    env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+    code = "from tests.test_rebuild import _literal_overloads as f; print(*f())"
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.split()[-2:] == ["1", "2"]  # _pick compiles per index: it types only with the literal
+
+
 def test_a_source_file_changed_since_its_import_keeps_the_plain_twin(tmp_path, monkeypatch):
     module = tmp_path / "edited_env.py"
     module.write_text("from gpu_zoo.core.jit import kernel_fn\n"

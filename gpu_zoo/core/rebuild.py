@@ -246,6 +246,31 @@ def cpu_inline_only(fn, helpers: tuple[str, ...], memo: dict):
 
 
 def cuda_device(fn):
+    """A force-inlined CUDA device function of ``fn``, compiled once for literal and plain arguments alike."""
     from numba import cuda
 
-    return cuda.jit(device=True, forceinline=True)(fn)
+    device = cuda.jit(device=True, forceinline=True)(fn)
+    device.get_call_template = functools.partial(_plain_call_template, device.get_call_template, device)
+    return device
+
+
+def _plain_call_template(typed, device, args, kws):
+    """``typed(args, kws)`` with literal argument types made plain, unless the function needs the literals.
+
+    A call ``uniform(s, e, a, 2)`` types its last argument as the literal 2, and numba-cuda
+    compiles a device function once per argument types: the economy's ``uniform`` compiled six
+    times, once per constant it was called with. Inlined, the constant reaches the code all the
+    same. A function whose body types only with the literal (a constant tuple index, a branch
+    pruned on it) is compiled for it as before.
+    """
+    from numba.core import types as nb_types
+    from numba.core.errors import NumbaError
+
+    plain = tuple(nb_types.unliteral(a) for a in args)
+    plain_kws = {k: nb_types.unliteral(v) for k, v in kws.items()}
+    if plain != tuple(args) or plain_kws != kws:
+        try:
+            return typed(plain, plain_kws)
+        except NumbaError:  # the literal's own compile says what is wrong, if anything
+            pass
+    return typed(args, kws)

@@ -72,3 +72,28 @@ def test_numba_cuda_is_found_without_being_imported(monkeypatch):
     assert compat.numba_cuda_installed()  # a dependency of the tests (the simulator is numba-cuda's)
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None)
     assert not compat.numba_cuda_installed()
+
+
+def test_compile_flags_hash_and_compare_as_numba_cuda_defines_them():
+    from numba.cuda.core.targetconfig import Option, TargetConfig
+    from numba.cuda.flags import Flags
+
+    class Other(TargetConfig):
+        colour = Option(str, default="red", doc="an option Flags does not have")
+
+    def as_defined(cfg):  # numba-cuda's own: every option read through its property
+        values = {k: getattr(cfg, k) for k in cfg.options}
+        return values, hash(tuple(sorted(values)))
+
+    compat._quick_compile_flags()
+    assert TargetConfig.values is compat._flag_values
+    plain, set_some = Flags(), Flags()
+    set_some.debuginfo, set_some.fastmath = True, True
+    other = Other()
+    other.colour = "blue"
+    mixed = Flags(copy_from=Other(copy_from=other))  # a copy of another class's options keeps only its own
+    for cfg in (plain, set_some, other, mixed):
+        values, digest = as_defined(cfg)
+        assert cfg.values() == values and list(cfg.values()) == list(values) and hash(cfg) == digest
+    assert plain == mixed and plain != set_some and Flags(copy_from=set_some) == set_some
+    assert plain.values() is not plain.values()  # a new dict each time: a caller may change it

@@ -277,7 +277,7 @@ def load_cuda_kernels(layout: Layout, shape: LaunchShape, cc: tuple[int, int]) -
                 with ptxas.whole_programs():  # numba-cuda's compile makes the cubin: assembled whole
                     for name in names:
                         kernel = getattr(module, name).compile(kernel_signature(module, name, layout))
-                        image = kernel.library.get_cubin(cc=arch)  # the cubin, held by an ObjectCode or as bytes
+                        image = kernel.library.get_cubin(cc=arch)  # bytes, or a cuda.core ObjectCode wrapping them
                         kernels[name] = cubin.store(path.parent, modname, name, cc, compiler,
                                                     bytes(getattr(image, "code", image)), kernel.inspect_asm(cc=arch))
     return CudaKernels(modname, path, kernels)

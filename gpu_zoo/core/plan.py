@@ -273,7 +273,8 @@ def state_tuple(layout: Layout) -> str:
     return wide_call("State", [f"f_{n}" for n in layout.fields])
 
 
-_FIELD = re.compile(r"(?<![\w.])s\.(\w+)")
+STATE_FIELD = re.compile(r"(?<![\w.])s\.(\w+)")
+"""A field read off the state ``s``: ``s.pos_x``."""
 WHOLE_STATE = re.compile(r"(?<![\w.])s\b(?!\.)")
 """The state ``s`` itself, not one of its fields: a call passing all of it."""
 
@@ -286,7 +287,7 @@ def fields_direct(line: str, layout: Layout) -> str:
     loads apart (the economy's cold first step 15.3 -> 13.8 s, its parallel driver's compile 33 ->
     20 s, on 2 cores); on CUDA the type filled NVVM's IR (tag_continuous's kernel 3.1 -> 1.0 MB).
     """
-    return _FIELD.sub(lambda m: f"f_{m.group(1)}" if m.group(1) in layout.fields else m.group(0), line)
+    return STATE_FIELD.sub(lambda m: f"f_{m.group(1)}" if m.group(1) in layout.fields else m.group(0), line)
 
 
 def ladder_source(name: str, ladder: list[tuple[str, int, int]], deco: str) -> str:

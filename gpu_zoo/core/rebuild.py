@@ -250,11 +250,11 @@ def cuda_device(fn):
     from numba import cuda
 
     device = cuda.jit(device=True, forceinline=True)(fn)
-    device.get_call_template = functools.partial(_plain_call_template, device.get_call_template, device)
+    device.get_call_template = functools.partial(_plain_call_template, device.get_call_template)
     return device
 
 
-def _plain_call_template(typed, device, args, kws):
+def _plain_call_template(typed, args, kws):
     """``typed(args, kws)`` with literal argument types made plain, unless the function needs the literals.
 
     A call ``uniform(s, e, a, 2)`` types its last argument as the literal 2, and numba-cuda

@@ -29,6 +29,8 @@ from numba.core import ir
 from numba.core.compiler import run_frontend
 from numba.core.dispatcher import Dispatcher
 
+from .plan import STATE_FIELD, WHOLE_STATE
+
 if TYPE_CHECKING:
     from .layout import Layout
 
@@ -237,9 +239,9 @@ class SubStates:
         """
         body = re.sub(r"def (\w+)\(s\b", r"def \1(", body, count=1)  # the function's own parameter
         calls = [m.group(1) for m in _PASSES_STATE.finditer(body)]
-        if len(re.findall(r"(?<![\w.])s\b(?!\.)", body)) != len(calls):
+        if len(WHOLE_STATE.findall(body)) != len(calls):
             return None
-        used = set(re.findall(r"(?<![\w.])s\.(\w+)", body))
+        used = set(STATE_FIELD.findall(body))
         for name in calls:
             sub = self.fields_of_call(name)
             if sub is None:

@@ -143,16 +143,16 @@ def compile_stages(env_id: str, num_envs: int = 1024, cc: tuple[int, int] = CC, 
                              fastmath=nvvm_options["fastmath"], nvvm_options=nvvm_options,
                              lto=options.get("lto", False) if lto is None else lto,
                              max_registers=options.get("max_registers"))
-                compiled = cres.library
-                compiled._entry_name = cres.fndesc.llvm_func_name  # marked as numba-cuda marks a kernel's
-                cuda_compiler_module.kernel_fixup(compiled.get_function(cres.fndesc.llvm_func_name), False)
+                library = cres.library
+                library._entry_name = cres.fndesc.llvm_func_name  # marked as numba-cuda marks a kernel's
+                cuda_compiler_module.kernel_fixup(library.get_function(cres.fndesc.llvm_func_name), False)
                 t1 = time.perf_counter()
-                compiled.get_asm_str(cc=cc)
+                library.get_asm_str(cc=cc)
                 t2 = time.perf_counter()
                 stages["front_s"] += t1 - t0
                 stages["ptx_s"] += t2 - t1
                 if stages["link_s"] is not None:
-                    compiled.get_cubin(cc=cc)
+                    library.get_cubin(cc=cc)
                     stages["link_s"] += time.perf_counter() - t2
     finally:
         dispatcher.compile_cuda = original

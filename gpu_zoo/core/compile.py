@@ -34,6 +34,7 @@ from . import rng as _rng
 from . import state_fields as _state_fields
 from .codegen_cpu import CPU_HELPER, cpu_drivers
 from .codegen_cuda import cuda_body, cuda_driver
+from .kernel_cache import cache_dir
 from .launch_shape import LaunchShape
 from .layout import LIVE_INT_PARAMS, Layout
 from .plan import WHOLE_STATE, Stages, fields_direct, ladder_source, stages, state_tuple, step_kernels, wide_call
@@ -42,14 +43,6 @@ from .state_fields import SubStates, flush
 _OBSERVING = ("gpu_zoo.core.episode", "observing")  # imported as _observing by every generated module
 CUDA_KERNELS = ("drive", "step_phases", "step_observe", "step_finished")
 """The kernels a generated CUDA module may hold: ``drive`` (a step or a reset), or the split step's three."""
-
-
-def cache_dir() -> Path:
-    root = os.environ.get("GPU_ZOO_CACHE_DIR")
-    if root:
-        return Path(root)
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "gpu_zoo" / "kernels"
 
 
 def _const_literal(v) -> str:

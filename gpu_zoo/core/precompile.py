@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .compile import cache_dir
+from .kernel_cache import cache_dir
 
 
 @dataclass(frozen=True)

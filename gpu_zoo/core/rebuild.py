@@ -31,6 +31,8 @@ from pathlib import Path
 
 from numba.core.dispatcher import Dispatcher
 
+from .state_fields import state_fields
+
 CUDA_TWINS: dict = {}
 """njit function -> factory of the CUDA device function that replaces it on CUDA (`gpu_zoo.core.floats`)."""
 
@@ -89,8 +91,6 @@ def _narrowed_twin(py, namespace: dict):
     longer compiles to ``py``'s code, a closure, a nested function, a use of ``s`` other than
     ``s.field`` and ``helper(s, ...)``): the plain twin passes ``s`` whole.
     """
-    from .state_fields import state_fields
-
     params = list(inspect.signature(py).parameters)
     if not params or params[0] != "s" or py.__closure__:
         return None

@@ -29,6 +29,7 @@ from numba.core import ir
 from numba.core.compiler import run_frontend
 from numba.core.dispatcher import Dispatcher
 
+from .kernel_cache import cache_dir
 from .plan import STATE_FIELD, WHOLE_STATE
 
 if TYPE_CHECKING:
@@ -102,8 +103,6 @@ def flush():
 
 
 def _disk_path():
-    from .compile import cache_dir
-
     return cache_dir() / "state_fields.json"
 
 

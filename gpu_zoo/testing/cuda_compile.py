@@ -70,7 +70,8 @@ def kernel_ptx(env_id: str, name: str = "drive", num_envs: int = 2000, cc: tuple
 
 
 def _compile_all(env_id: str, num_envs: int, cc, params: dict) -> dict[str, int]:
-    from gpu_zoo.core.compile import CUDA_KERNELS, cache_dir, cuda_compiler
+    from gpu_zoo.core.compile import CUDA_KERNELS, cuda_compiler
+    from gpu_zoo.core.kernel_cache import cache_dir
 
     module, layout, _ = _kernels(env_id, num_envs, params)
     folder = cache_dir() / "ptx"

@@ -1,7 +1,9 @@
 # Everything runs from a local virtual environment that these targets create on first use.
 #   make run    the main job: PPO taggers learn to catch runners (GPU if usable, else CPU; ~5 min on 2 cores);
 #               writes runs/tag_gridworld_v0/ (checkpoint, progress.csv, tb/, curve.png, policy.gif)
-#   make test   the test suite (CUDA kernels run under Numba's CUDA simulator when there is no GPU)
+#   make test   ruff over the whole tree (a finding stops here), then the test suite, the import-graph
+#               check included (CUDA kernels run under Numba's CUDA simulator when there is no GPU)
+#   make lint   ruff alone
 #   make docs   the documentation site, built into site/ (strict: a broken link fails)
 
 PYTHON ?= python3
@@ -36,7 +38,8 @@ $(VENV)/.ready: pyproject.toml
 run: $(VENV)/.ready
 	$(BIN)/gpu-zoo train tag_gridworld_v0 $(ARGS)
 
-test: $(VENV)/.ready
+# lint first, a prerequisite: a finding fails in seconds, before minutes of compiling kernels
+test: lint
 	@# every reference package is installed above: a missing one fails its comparison instead of skipping it
 	@# and Python's bytecode cache on (some machines turn it off): each test's subprocess then imports gpu_zoo compiled
 	PYTHONDONTWRITEBYTECODE= GPU_ZOO_REQUIRE_REFERENCES=1 $(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist worksteal --durations=10 $(ARGS); rc=$$?; if [ $$rc -eq 5 ]; then echo "no tests collected"; rc=0; fi; exit $$rc
@@ -45,7 +48,7 @@ docs: $(VENV)/.ready
 	NO_MKDOCS_2_WARNING=1 $(BIN)/python -m mkdocs build --strict
 
 lint: $(VENV)/.ready
-	$(BIN)/python -m ruff check gpu_zoo trainers benchmarks studies tests
+	$(BIN)/python -m ruff check .
 
 clean:
 	rm -rf $(VENV) .pytest_cache

@@ -23,6 +23,8 @@ _ENTRIES: dict[str, str] = {
     "simple_world_comm_v3": "gpu_zoo.mpe.simple_world_comm:SPEC",
     "collect_treasure_v1": "gpu_zoo.mpe.collect_treasure:SPEC",
     "gather_trade_build_v0": "gpu_zoo.economy.gather_trade_build:SPEC",
+    "connect_four_v3": "gpu_zoo.classic.connect_four:SPEC",
+    "tictactoe_v3": "gpu_zoo.classic.tictactoe:SPEC",
 }
 
 

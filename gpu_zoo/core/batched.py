@@ -149,6 +149,8 @@ class BatchedEnv:
         self.active = {n: f.active[:, gi.lo:gi.hi] for n, gi in g.items()}
         self.action_masks = {n: getattr(f, f"mask_{n}") for n, gi in g.items() if gi.group.masked}
         self.info = {"final_obs": self.final_obs, "done": f.done, "active": self.active, "alive": self.alive}
+        # Turn-based games: (num_envs,) int32, the global index of the agent whose action the next step reads.
+        self.current_player = f.current_player if self.spec.turn_based else None
         if self.action_masks:
             self.info["action_mask"] = self.action_masks
         self._bounds, self._box_affine = {}, {}

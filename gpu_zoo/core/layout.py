@@ -37,6 +37,7 @@ CORE_DOCS = {
     "over": "1 once the game has ended for everyone (set by the env)",
     "autoreset": "1 if the env restarts as soon as its episode ends",
     "finished": "1 once an episode ended without auto-reset: later steps leave the env as it is until reset",
+    "current_player": "the global index of the agent to move (turn-based games: set by the env)",
 }
 LIVE_INT_PARAMS = ("max_cycles",)
 """Int params kept in a core field of their own name rather than compiled in."""
@@ -152,6 +153,8 @@ class Layout:
                                                              "max_cycles")]
         out += [Field(n, "u8", (A,), CORE_DOCS[n]) for n in ("alive", "active", "term", "trunc")]
         out += [Field(n, "u8", (), CORE_DOCS[n]) for n in ("done", "over", "autoreset", "finished")]
+        if self.spec.turn_based:
+            out.append(Field("current_player", "i32", (), CORE_DOCS["current_player"]))
         for gi in self.groups.values():
             D = gi.group.obs_size
             out.append(Field(f"obs_{gi.name}", "f32", (gi.count, D), f"observations of the {gi.name} group"))

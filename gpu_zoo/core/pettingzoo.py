@@ -30,8 +30,9 @@ class GpuZooParallelEnv(ParallelEnv):
     """
 
     def __init__(self, spec: EnvSpec, render_mode: str | None = None, device="cpu", **params):
-        if render_mode not in (None, "rgb_array", "human"):
-            raise ValueError(f"render_mode must be None, 'rgb_array' or 'human', got {render_mode!r}")
+        if spec.turn_based:
+            raise ValueError(f"{spec.id} is turn-based: its PettingZoo face is the AEC env of gpu_zoo.core.aec")
+        check_render_mode(render_mode)
         self.metadata = {"render_modes": ["human", "rgb_array"], "name": spec.id, "is_parallelizable": True,
                          "render_fps": 15}
         self.render_mode = render_mode
@@ -40,8 +41,8 @@ class GpuZooParallelEnv(ParallelEnv):
         layout = self._env.layout
         self._slots = {}  # agent -> (group, index in group, global index)
         for g, gi in layout.groups.items():
-            for i in range(gi.count):
-                self._slots[f"{g}_{i}"] = (g, i, gi.lo + i)
+            for i, name in enumerate(gi.group.names):
+                self._slots[name] = (g, i, gi.lo + i)
         self.possible_agents = list(self._slots)
         self.agents: list[str] = []
         self._was_reset = False
@@ -50,7 +51,7 @@ class GpuZooParallelEnv(ParallelEnv):
         self._obs_spaces = {a: copy.deepcopy(gi.observation_space) for a, gi in group_of.items()}
         self._act_spaces = {a: copy.deepcopy(gi.action_space) for a, gi in group_of.items()}
         self.state_space = gymnasium.spaces.Box(-np.inf, np.inf, (layout.obs_elements,), np.float32)
-        self._window = None
+        self._window = Window()
         self._noop = {g: np.zeros((1, gi.count, *gi.action_shape), np.float32 if gi.action_dtype == "f32" else np.int64)
                       for g, gi in layout.groups.items()}
         for g, gi in layout.groups.items():
@@ -166,32 +167,54 @@ class GpuZooParallelEnv(ParallelEnv):
         frame = self._env.render(0)
         if self.render_mode == "rgb_array":
             return frame
-        self._show(frame)
+        self._window.show(frame)
         return None
 
-    def _show(self, frame: np.ndarray):
+    def close(self):
+        self._window.close()
+
+
+def check_render_mode(render_mode):
+    if render_mode not in (None, "rgb_array", "human"):
+        raise ValueError(f"render_mode must be None, 'rgb_array' or 'human', got {render_mode!r}")
+    return render_mode
+
+
+class Window:
+    """The pygame window of ``render_mode="human"``, opened on the first frame."""
+
+    def __init__(self):
+        self._surface = None
+
+    def show(self, frame: np.ndarray):
         try:
             import pygame
         except ImportError as err:
             raise ImportError("render_mode='human' needs pygame: pip install pygame-ce") from err
-        if self._window is None:
+        if self._surface is None:
             pygame.init()
-            self._window = pygame.display.set_mode(frame.shape[1::-1])
+            self._surface = pygame.display.set_mode(frame.shape[1::-1])
         surf = pygame.surfarray.make_surface(np.ascontiguousarray(frame.transpose(1, 0, 2)))
-        self._window.blit(surf, (0, 0))
+        self._surface.blit(surf, (0, 0))
         pygame.event.pump()
         pygame.display.flip()
 
     def close(self):
-        if self._window is not None:
+        if self._surface is not None:
             import pygame
 
             pygame.display.quit()
-            self._window = None
+            self._surface = None
 
 
 def entry_points(spec: EnvSpec):
-    """The module-level functions of a versioned env module: ``env, parallel_env, raw_env, batched_env``."""
+    """The module-level functions of a versioned env module: ``env, parallel_env, raw_env, batched_env``.
+
+    For a turn-based env, `gpu_zoo.core.aec.turn_based_entry_points` instead.
+    """
+    if spec.turn_based:
+        raise ValueError(f"{spec.id} is turn-based: its module's functions come from "
+                         "gpu_zoo.core.aec.turn_based_entry_points")
 
     def parallel_env(**kwargs) -> GpuZooParallelEnv:
         return GpuZooParallelEnv(spec, **kwargs)

@@ -19,6 +19,7 @@ from .params import check_count, checked
 from .tuning import Tuning
 
 DTYPES = ("f64", "f32", "i32", "u8")
+OBS_DTYPES = {"f32": "float32", "i8": "int8"}  # what a group's observations are in the PettingZoo face
 
 
 @dataclass(frozen=True)
@@ -97,10 +98,42 @@ class Group:
     observe phases: ``n`` entries for ``Discrete(n)``, the per-dimension masks concatenated for
     ``MultiDiscrete``. The faces hand them out as action masks; the env must still treat an
     infeasible action as a no-op, since nothing forces a policy to respect them."""
+    agent_names: tuple[str, ...] | None = None
+    """PettingZoo's names of the agents, where they are not ``f"{name}_{i}"`` (tic-tac-toe's
+    ``player_1``, ``player_2``)."""
+    obs_shape: tuple[int, ...] | None = None
+    """The shape the PettingZoo face gives one observation (the row read in C order), where it is not
+    the flat ``(obs_size,)``: a board's ``(rows, cols, planes)``. The batched face keeps flat rows."""
+    obs_dtype: str = "f32"
+    """The dtype the PettingZoo face gives observations: ``"f32"``, or ``"i8"`` for boards of 0/1
+    planes (the kernels still compute float32 values, which must then be whole numbers in int8's range)."""
+
+    def __post_init__(self):
+        if self.agent_names is not None:
+            names = tuple(self.agent_names)
+            if len(names) != self.count or len(set(names)) != len(names) or not all(
+                    isinstance(n, str) and n for n in names):
+                raise ValueError(f"group {self.name!r}: agent_names must be {self.count} distinct non-empty strs, "
+                                 f"got {self.agent_names!r}")
+            object.__setattr__(self, "agent_names", names)
+        if self.obs_shape is not None:
+            shape = tuple(self.obs_shape)
+            if not all(isinstance(n, int) and n > 0 for n in shape) or math.prod(shape) != self.obs_size:
+                raise ValueError(f"group {self.name!r}: obs_shape must be positive ints whose product is the "
+                                 f"observation's {self.obs_size} values, got {self.obs_shape!r}")
+            object.__setattr__(self, "obs_shape", shape)
+        if self.obs_dtype not in OBS_DTYPES:
+            raise ValueError(f"group {self.name!r}: obs_dtype must be one of {tuple(OBS_DTYPES)}, "
+                             f"got {self.obs_dtype!r}")
 
     @property
     def obs_size(self) -> int:
         return sum(b.size for b in self.obs)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The PettingZoo names of the group's agents, in order."""
+        return self.agent_names or tuple(f"{self.name}_{i}" for i in range(self.count))
 
 
 def _check_scratch(scratch) -> tuple:
@@ -244,6 +277,11 @@ class EnvSpec:
         tuning: the env's performance knobs (`gpu_zoo.core.tuning.Tuning`: its GPU launch, how
             fills are laid out) with the benchmarks behind them. Optional: without it the core's
             general choices apply, and every env runs well under them.
+        turn_based: a game whose agents move one at a time (board games). The core then adds the
+            field ``current_player`` (per env: the global index of the agent to move), which the
+            env's reset phases set and its step phases advance; a step reads only that agent's
+            action. The PettingZoo face is then an AEC env following it as ``agent_selection``
+            (`gpu_zoo.core.aec`), and the batched face hands it out as ``env.current_player``.
     """
 
     id: str
@@ -257,8 +295,11 @@ class EnvSpec:
     render: Callable | None = None
     module: str = ""
     tuning: Tuning = Tuning()
+    turn_based: bool = False
 
     def __post_init__(self):
+        if not isinstance(self.turn_based, bool):
+            raise TypeError(f"{self.id}: turn_based must be a bool, got {self.turn_based!r}")
         if not isinstance(self.tuning, Tuning):
             raise TypeError(f"{self.id}: tuning must be a gpu_zoo.core.tuning.Tuning, got {self.tuning!r}")
         if not (dataclasses.is_dataclass(self.params) and self.params.__dataclass_params__.frozen):

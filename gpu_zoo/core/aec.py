@@ -1,0 +1,217 @@
+"""PettingZoo's AEC face of a turn-based env: agents move one at a time, as in PettingZoo's classic games.
+
+A turn-based spec (``EnvSpec(turn_based=True)``) keeps the agent to move in its state
+(``current_player``). This face runs one such env (a `BatchedEnv` of one, no auto-reset) and
+follows that field as ``agent_selection``; everything else is PettingZoo's own `AECEnv`
+bookkeeping (``last``, ``_was_dead_step``, ``_accumulate_rewards``), so finished agents step out
+with ``None`` exactly as in PettingZoo's envs. ``env()`` wraps it in PettingZoo's own wrappers, as
+PettingZoo's classic modules do: an illegal move then ends the game through
+`TerminateIllegalWrapper`, with PettingZoo's rewards and ``agent_selection``.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import gymnasium
+import numpy as np
+import torch
+from pettingzoo import AECEnv
+from pettingzoo.utils import wrappers
+
+from .batched import BatchedEnv, check_seed
+from .pettingzoo import Window, check_render_mode
+from .spec import OBS_DTYPES, EnvSpec
+
+
+class GpuZooAECEnv(AECEnv):
+    """A PettingZoo ``AECEnv`` over one environment of a turn-based gpu_zoo spec.
+
+    Observations are PettingZoo's: the group's ``obs_shape`` and ``obs_dtype``, and for a masked
+    group a dict ``{"observation": ..., "action_mask": int8}`` whose mask is the legal moves for
+    the agent to move and zeros for every other agent.
+
+    Args:
+        spec: the environment's `EnvSpec` (``turn_based=True``).
+        render_mode: ``None``, ``"rgb_array"`` or ``"human"`` (a pygame window).
+        device: where the single environment runs; the CPU by default.
+        **params: the environment's constructor arguments.
+    """
+
+    def __init__(self, spec: EnvSpec, render_mode: str | None = None, device="cpu", **params):
+        super().__init__()
+        if not spec.turn_based:
+            raise ValueError(f"{spec.id} is not turn-based: its PettingZoo face is gpu_zoo.core.pettingzoo's")
+        self.render_mode = check_render_mode(render_mode)
+        self.metadata = {"render_modes": ["human", "rgb_array"], "name": spec.id, "is_parallelizable": False,
+                         "render_fps": 2}
+        self._env = BatchedEnv(spec, 1, device=device, autoreset=False, validate=False, **params)
+        layout = self._env.layout
+        self._slots = {}  # agent -> (group, index in group, global index)
+        for g, gi in layout.groups.items():
+            for i, name in enumerate(gi.group.names):
+                self._slots[name] = (g, i, gi.lo + i)
+        self.possible_agents = list(self._slots)
+        self.agents = self.possible_agents[:]
+        self._obs_spaces = {a: _observation_space(layout.groups[g]) for a, (g, _, _) in self._slots.items()}
+        self._act_spaces = {a: copy.deepcopy(layout.groups[g].action_space) for a, (g, _, _) in self._slots.items()}
+        self._noop = {g: np.zeros((1, gi.count, *gi.action_shape), np.int64) for g, gi in layout.groups.items()}
+        self._window = Window()
+        self._host = None  # the env's observations, masks and flags, copied once after each reset and step
+
+    @property
+    def batched(self) -> BatchedEnv:
+        """The underlying one-environment `BatchedEnv`."""
+        return self._env
+
+    def observation_space(self, agent):
+        return self._obs_spaces[self._check_agent(agent)]
+
+    def action_space(self, agent):
+        return self._act_spaces[self._check_agent(agent)]
+
+    def _check_agent(self, agent):
+        if agent not in self._slots:
+            raise ValueError(f"unknown agent {agent!r}; agents are {self.possible_agents}")
+        return agent
+
+    # ------------------------------------------------------------------ API
+    def reset(self, seed: int | None = None, options: dict | None = None):
+        seed = check_seed(seed)  # before anything changes: a refused seed leaves the game as it was
+        self._env.reset(seed=seed)
+        self._copy_out()
+        self.agents = self.possible_agents[:]
+        self.rewards = dict.fromkeys(self.agents, 0.0)
+        self._cumulative_rewards = dict.fromkeys(self.agents, 0.0)
+        self.terminations = dict.fromkeys(self.agents, False)
+        self.truncations = dict.fromkeys(self.agents, False)
+        self.infos = {a: {} for a in self.agents}
+        self.agent_selection = self._mover()
+        if self.render_mode == "human":
+            self.render()
+
+    def observe(self, agent):
+        g, i, _ = self._slots[self._check_agent(agent)]
+        obs = self._host["obs"][g][i].copy()
+        if g not in self._host["mask"]:
+            return obs
+        mask = np.zeros_like(self._host["mask"][g][i])
+        if agent == self.agent_selection:
+            # The legal moves of the position, whoever asks: PettingZoo's envs hand them to
+            # agent_selection, which a wrapper may move (to the first finished agent) at a game's end.
+            mg, mi, _ = self._slots[self._mover()]
+            mask = self._host["mask"][mg][mi].copy()
+        return {"observation": obs, "action_mask": mask}
+
+    def step(self, action):
+        """PettingZoo's AEC step: the selected agent's move, or ``None`` from a finished agent.
+
+        An action outside the agent's space or not legal now is refused with a ValueError naming
+        what is expected, and nothing changes (``env()`` ends the game on an illegal move instead,
+        as PettingZoo's own ``env()`` does).
+        """
+        agent = self.agent_selection
+        if self.terminations[agent] or self.truncations[agent]:
+            return self._was_dead_step(action)
+        g, i, _ = self._slots[agent]
+        batch = {name: v.copy() for name, v in self._noop.items()}
+        batch[g][0, i] = self._check_action(agent, action)
+        env = self._env
+        env.step({name: torch.from_numpy(v).to(env.device) for name, v in batch.items()})
+        self._copy_out()
+        rew, term, trunc = self._host["rew"], self._host["term"], self._host["trunc"]
+        self.rewards = {a: float(rew[self._slots[a][2]]) for a in self.agents}
+        self.terminations = {a: bool(term[self._slots[a][2]]) for a in self.agents}
+        self.truncations = {a: bool(trunc[self._slots[a][2]]) for a in self.agents}
+        self.agent_selection = self._mover()
+        self._accumulate_rewards()
+        if self.render_mode == "human":
+            self.render()
+
+    def _check_action(self, agent, action) -> int:
+        space = self._act_spaces[agent]
+        if isinstance(action, bool | np.bool_) or not isinstance(action, int | np.integer) \
+                and not (isinstance(action, np.ndarray) and action.shape == () and action.dtype.kind in "iu"):
+            raise ValueError(f"action for {agent!r} must be an int in {space}, got {action!r}")
+        value = int(action)
+        if not space.contains(np.int64(value)):
+            raise ValueError(f"action for {agent!r} must be an element of {space}, got {value}")
+        obs = self.observe(agent)
+        if isinstance(obs, dict) and not obs["action_mask"][value]:
+            legal = np.flatnonzero(obs["action_mask"]).tolist()
+            raise ValueError(f"action {value} is not legal for {agent!r} now; the legal actions are {legal}")
+        return value
+
+    def _mover(self) -> str:
+        return self.possible_agents[self._host["current_player"]]
+
+    def _copy_out(self):
+        """One copy from the device per reset or step: what observe and step then read."""
+        env, layout = self._env, self._env.layout
+        f = env.state
+        obs = {}
+        for g, t in env.obs.items():
+            group = layout.groups[g].group
+            row = t[0].cpu().numpy()
+            obs[g] = row.reshape(group.count, *(group.obs_shape or (group.obs_size,))).astype(OBS_DTYPES[group.obs_dtype])
+        self._host = {
+            "obs": obs,
+            "mask": {g: m[0].cpu().numpy().astype(np.int8) for g, m in env.action_masks.items()},
+            "rew": f.rew[0].cpu().numpy(), "term": f.term[0].cpu().numpy(), "trunc": f.trunc[0].cpu().numpy(),
+            "current_player": int(f.current_player[0]),
+        }
+
+    def render(self):
+        if self.render_mode is None:
+            gymnasium.logger.warn("render() called without a render_mode; pass render_mode='rgb_array'")
+            return None
+        frame = self._env.render(0)
+        if self.render_mode == "rgb_array":
+            return frame
+        self._window.show(frame)
+        return None
+
+    def close(self):
+        self._window.close()
+
+
+def _observation_space(gi) -> gymnasium.spaces.Space:
+    g = gi.group
+    dtype = np.dtype(OBS_DTYPES[g.obs_dtype])
+    shape = g.obs_shape or (g.obs_size,)
+    low, high = g.obs_low, g.obs_high
+    if dtype.kind == "i":  # an integer Box takes integer bounds (PettingZoo's boards: 0 and 1)
+        low, high = int(low), int(high)
+    obs = gymnasium.spaces.Box(low, high, shape, dtype)
+    if not g.masked:
+        return obs
+    mask = gymnasium.spaces.Box(0, 1, (gi.mask_size,), np.int8)
+    return gymnasium.spaces.Dict({"observation": obs, "action_mask": mask})
+
+
+def turn_based_entry_points(spec: EnvSpec, illegal_reward: float | None = -1.0):
+    """The module-level functions of a turn-based env's versioned module: ``env, raw_env, batched_env``.
+
+    ``env()`` wraps ``raw_env()`` as PettingZoo's classic modules do: `TerminateIllegalWrapper`
+    (with ``illegal_reward``; None leaves it out), `AssertOutOfBoundsWrapper` and
+    `OrderEnforcingWrapper`, PettingZoo's own classes.
+    """
+
+    def raw_env(**kwargs) -> GpuZooAECEnv:
+        return GpuZooAECEnv(spec, **kwargs)
+
+    def env(**kwargs):
+        out = raw_env(**kwargs)
+        if illegal_reward is not None:
+            out = wrappers.TerminateIllegalWrapper(out, illegal_reward=illegal_reward)
+        out = wrappers.AssertOutOfBoundsWrapper(out)
+        return wrappers.OrderEnforcingWrapper(out)
+
+    def batched_env(num_envs: int = 1, device=None, **kwargs) -> BatchedEnv:
+        return BatchedEnv(spec, num_envs=num_envs, device=device, **kwargs)
+
+    for fn, what in ((raw_env, "AEC env without wrappers"), (env, "AEC env with PettingZoo's wrappers"),
+                     (batched_env, "batched tensor env")):
+        fn.__doc__ = f"The {what} of ``{spec.id}``; keyword arguments are its params."
+        fn.__qualname__ = fn.__name__
+    return env, raw_env, batched_env

@@ -26,7 +26,7 @@ from pathlib import Path
 def train_command(env_id: str, num_envs: int, total: int, device: str, out: Path) -> list[str]:
     from benchmarks.trainer_speed import JAXMARL_IPPO_SETTINGS
 
-    cmd = [sys.executable, "-m", "trainers.cli", "train", env_id, "--num-envs", str(num_envs), "--total-env-steps",
+    cmd = [sys.executable, "-m", "gpu_zoo.cli", "train", env_id, "--num-envs", str(num_envs), "--total-env-steps",
            str(total), "--device", device, "--log-every", "1", "--out", str(out)]
     for k, v in JAXMARL_IPPO_SETTINGS.items():
         flag = "--" + k.replace("_", "-")

@@ -66,6 +66,24 @@ def import_graph() -> dict[str, set[str]]:
     return graph
 
 
+def _run_at_import(body: list[ast.stmt]):
+    """The import statements among ``body`` that run when the module is imported.
+
+    Function bodies run later, and ``if TYPE_CHECKING:`` blocks never; class bodies, ``if`` and
+    ``try`` blocks at module level run at import.
+    """
+    for node in body:
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            yield node
+        elif isinstance(node, ast.If) and "TYPE_CHECKING" not in ast.unparse(node.test):
+            yield from _run_at_import(node.body + node.orelse)
+        elif isinstance(node, ast.Try):
+            yield from _run_at_import(node.body + node.orelse + node.finalbody + [s for h in node.handlers
+                                                                                  for s in h.body])
+        elif isinstance(node, ast.ClassDef | ast.With):
+            yield from _run_at_import(node.body)
+
+
 def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     """Each strongly-connected component of more than one module, and each module importing itself (Tarjan)."""
     index, low, stack, on_stack, found = {}, {}, [], set(), []
@@ -99,7 +117,7 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 def test_the_graph_sees_the_package():
     graph = import_graph()
-    assert {"gpu_zoo", "gpu_zoo.core", "gpu_zoo.core.compile"} <= graph.keys()
+    assert {"gpu_zoo", "gpu_zoo.cli", "gpu_zoo.core", "gpu_zoo.core.compile"} <= graph.keys()
     assert "gpu_zoo.registry" in graph["gpu_zoo.core.kernel_source"]  # a function-level import
     assert "gpu_zoo.core.spec" in graph["gpu_zoo.core"]  # an __init__ importing its submodule
 
@@ -112,3 +130,13 @@ def test_cycles_are_found():
 def test_no_import_cycles():
     found = cycles(import_graph())
     assert not found, "import circles in gpu_zoo:\n" + "\n".join(" <-> ".join(c) for c in found)
+
+
+def test_the_package_imports_no_trainer_at_import_time():
+    """The trainer (``trainers/``) imports gpu_zoo; gpu_zoo imports it only inside the CLI's commands."""
+    found = []
+    for name, path in _modules().items():
+        for node in _run_at_import(ast.parse(path.read_text(), filename=str(path)).body):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+            found += [f"{name}: {n}" for n in names if not getattr(node, "level", 0) and n.split(".")[0] == "trainers"]
+    assert not found, "gpu_zoo imports the trainer at import time:\n" + "\n".join(found)

@@ -8,7 +8,7 @@ import gpu_zoo
 from gpu_zoo.core.batched import BatchedEnv
 from gpu_zoo.core.kernel_source import kernel_source
 from tests.helpers import PZ_CONFIGS
-from trainers.cli import main
+from gpu_zoo.cli import main
 
 
 @pytest.mark.parametrize("target", ["cpu", "cuda"], ids=["cpu-target", "gpu-target"])  # "cuda" marks GPU-only tests

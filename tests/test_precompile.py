@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from trainers.cli import DEFAULT_COMPILE_ENVS, build_parser, compile_plan, main
+from gpu_zoo.cli import DEFAULT_COMPILE_ENVS, build_parser, compile_plan, main
 from trainers.config import PRESETS, shipped_configurations
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -50,7 +50,7 @@ def test_bad_requests_are_refused_naming_what_was_expected(args, message, capsys
 def test_a_later_process_finds_the_kernels_in_the_cache(tmp_path):
     """Fresh processes on an empty cache: the first compiles and writes files, the second writes none."""
     env = {**os.environ, "GPU_ZOO_CACHE_DIR": str(tmp_path), "NUMBA_CACHE_DIR": str(tmp_path)}
-    cmd = [sys.executable, "-m", "trainers.cli", "compile", "simple_v3", "--device", "cpu", "--num-envs", "2",
+    cmd = [sys.executable, "-m", "gpu_zoo.cli", "compile", "simple_v3", "--device", "cpu", "--num-envs", "2",
            "--param", "max_cycles=5"]
 
     def run():
@@ -68,7 +68,7 @@ def test_a_later_process_finds_the_kernels_in_the_cache(tmp_path):
 def test_jobs_compile_configurations_in_processes_of_their_own_and_report_in_plan_order(tmp_path):
     """Each process compiles exactly its configuration: the defaults, then the preset's (kernels shared)."""
     env = {**os.environ, "GPU_ZOO_CACHE_DIR": str(tmp_path), "NUMBA_CACHE_DIR": str(tmp_path)}
-    cmd = [sys.executable, "-m", "trainers.cli", "compile", "simple_v3", "--device", "cpu", "--num-envs", "2"]
+    cmd = [sys.executable, "-m", "gpu_zoo.cli", "compile", "simple_v3", "--device", "cpu", "--num-envs", "2"]
 
     def run(*extra):
         return subprocess.run([*cmd, *extra], env=env, cwd=ROOT, capture_output=True, text=True, timeout=300)

@@ -16,7 +16,7 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 
 import gpu_zoo
 from tests.helpers import GRID_SMALL
-from trainers.cli import main
+from gpu_zoo.cli import main
 from trainers.config import PRESETS, Args
 from trainers.loop import train
 
@@ -99,7 +99,7 @@ def test_keyboard_interrupt_writes_a_checkpoint(tmp_path):
 
 
 def test_sigint_stops_a_run_after_its_iteration_with_a_checkpoint(tmp_path):
-    cmd = [sys.executable, "-m", "trainers.cli", *train_argv(tmp_path, "--total-env-steps", "100000000",
+    cmd = [sys.executable, "-m", "gpu_zoo.cli", *train_argv(tmp_path, "--total-env-steps", "100000000",
                                                               "--checkpoint-every", "1000000")]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)

@@ -1,9 +1,9 @@
 r"""Data-parallel PPO over the processes torchrun starts: one env batch and one `Trainer` per rank.
 
-    torchrun --standalone --nproc-per-node=4 -m trainers.cli train simple_tag_v3 --num-envs 16384 --device cuda
+    torchrun --standalone --nproc-per-node=4 -m gpu_zoo.cli train simple_tag_v3 --num-envs 16384 --device cuda
     torchrun --nnodes=2 --nproc-per-node=8 --rdzv-backend=c10d --rdzv-endpoint=HOST:29400 \
-        -m trainers.cli train simple_tag_v3 --num-envs 16384 --device cuda       # the same on each host
-    torchrun --standalone --nproc-per-node=2 -m trainers.cli train tag_gridworld_v0 --device cpu   # gloo
+        -m gpu_zoo.cli train simple_tag_v3 --num-envs 16384 --device cuda       # the same on each host
+    torchrun --standalone --nproc-per-node=2 -m gpu_zoo.cli train tag_gridworld_v0 --device cpu   # gloo
 
 Each rank steps its own ``num_envs`` envs, on the GPU its ``LOCAL_RANK`` names (NCCL) or on the
 CPU (gloo), its episodes and draws seeded apart by rank. The policies start from rank 0's weights

@@ -5,10 +5,10 @@ from pathlib import Path
 import pytest
 
 import gpu_zoo
+from gpu_zoo.cli import main
 from gpu_zoo.core.batched import BatchedEnv
 from gpu_zoo.core.kernel_source import kernel_source
 from tests.helpers import PZ_CONFIGS
-from gpu_zoo.cli import main
 
 
 @pytest.mark.parametrize("target", ["cpu", "cuda"], ids=["cpu-target", "gpu-target"])  # "cuda" marks GPU-only tests

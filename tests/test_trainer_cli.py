@@ -15,8 +15,8 @@ from PIL import Image
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 import gpu_zoo
-from tests.helpers import GRID_SMALL
 from gpu_zoo.cli import main
+from tests.helpers import GRID_SMALL
 from trainers.config import PRESETS, Args
 from trainers.loop import train
 

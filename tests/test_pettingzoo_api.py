@@ -8,6 +8,7 @@ import pytest
 from pettingzoo.test import render_test
 
 import gpu_zoo
+from gpu_zoo.core.aec import turn_based_entry_points
 from gpu_zoo.core.pettingzoo import entry_points
 from gpu_zoo.tag import tag_continuous_v0
 from gpu_zoo.testing import check_env
@@ -16,7 +17,11 @@ from tests.helpers import PZ_CONFIGS, TAG_SMALL, reference
 
 def versioned_module(env_id: str) -> SimpleNamespace:
     """What an env's versioned module offers (``env``, ``parallel_env``, ...), built from its registered spec."""
-    env, parallel_env, raw_env, batched_env = entry_points(gpu_zoo.get_spec(env_id))
+    spec = gpu_zoo.get_spec(env_id)
+    if spec.turn_based:
+        env, raw_env, batched_env = turn_based_entry_points(spec)
+        return SimpleNamespace(env=env, raw_env=raw_env, batched_env=batched_env)
+    env, parallel_env, raw_env, batched_env = entry_points(spec)
     return SimpleNamespace(env=env, parallel_env=parallel_env, raw_env=raw_env, batched_env=batched_env)
 
 

@@ -8,7 +8,7 @@ ROOT = pathlib.Path(gpu_zoo.__file__).parent
 
 
 def test_registry_matches_versioned_modules_on_disk():
-    on_disk = {p.stem for family in ("tag", "economy", "mpe") for p in (ROOT / family).glob("*_v[0-9]*.py")}
+    on_disk = {p.stem for family in ("tag", "economy", "mpe", "classic") for p in (ROOT / family).glob("*_v[0-9]*.py")}
     assert on_disk == set(gpu_zoo.registered_envs())
 
 

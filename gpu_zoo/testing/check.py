@@ -70,8 +70,16 @@ def check_env(env_id: str, num_envs: int = 3, cuda: bool = True, **params) -> di
 def _pettingzoo(spec, params: dict):
     from pettingzoo.test import api_test, parallel_api_test, parallel_seed_test, seed_test
 
+    from gpu_zoo.core.aec import turn_based_entry_points
     from gpu_zoo.core.pettingzoo import entry_points
 
+    if spec.turn_based:
+        env, raw_env, _ = turn_based_entry_points(spec)
+        api_test(env(**params), num_cycles=30)
+        api_test(raw_env(**params), num_cycles=30)
+        seed_test(lambda: env(**params), num_cycles=10)
+        _max_moves(env(**{**params, "max_cycles": 4}))
+        return
     env, parallel_env, *_ = entry_points(spec)
     parallel_api_test(parallel_env(**params), num_cycles=50)
     parallel_seed_test(lambda: parallel_env(**params), num_cycles=20)
@@ -96,6 +104,23 @@ def _max_cycles(env, limit: int = 4):
         steps += 1
         assert steps <= limit, f"agents {env.agents} are still in the game after max_cycles={limit} steps"
         assert steps == limit or not any(truncs.values()), f"agents truncated at step {steps} of max_cycles={limit}"
+
+
+def _max_moves(env, limit: int = 4):
+    """A turn-based game cut short after ``limit`` moves: every agent then truncated (or the game over)."""
+    env.reset(seed=0)
+    rng = np.random.default_rng(0)
+    moves = 0
+    for agent in env.agent_iter():
+        obs, _, term, trunc, _ = env.last()
+        if term or trunc:
+            assert moves == limit or term, f"{agent} truncated after {moves} moves of max_cycles={limit}"
+            env.step(None)
+            continue
+        assert moves < limit, f"a move asked of {agent} after max_cycles={limit} moves"
+        mask = obs["action_mask"] if isinstance(obs, dict) else None
+        env.step(int(rng.choice(np.flatnonzero(mask))) if mask is not None else env.action_space(agent).sample())
+        moves += 1
 
 
 def _spaces_and_buffers(env):

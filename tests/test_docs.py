@@ -20,7 +20,8 @@ import gymnasium
 import pytest
 
 import gpu_zoo
-from gpu_zoo import gallery, registry
+from docs.gen import gallery
+from gpu_zoo import registry
 from gpu_zoo.core import EnvSpec, Field, Group, ObsBlock, PerAgent
 from tests.helpers import built_once, reference
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import gallery  # docs/gen/gallery.py: MkDocs puts this folder on sys.path while it loads its hooks
 from mkdocs.structure.files import File
 
-from gpu_zoo import gallery
 from gpu_zoo.registry import get_spec, registered_envs
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -4,7 +4,7 @@ An env that sets no `Tuning` runs under the core's general choices (`gpu_zoo.cor
 which are tuned for every env at once. An env's `Tuning` overrides them where a benchmark showed
 its kernel runs faster otherwise, and carries that benchmark (`Measured`), so the choice can be
 checked again on another GPU. The core's own constants are here too, each with the figure behind
-it. `gpu_zoo.tuning_table` renders all of them as `docs/tuning.md`.
+it. `docs/gen/tuning_table.py` renders all of them as `docs/tuning.md`.
 
 Not knobs: a phase's ``scratch`` fields are its working memory (its function takes them as
 arguments), and `PerObs(fn, by_block=True)` chooses the signature of ``fn``; both say what the

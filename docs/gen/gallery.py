@@ -6,8 +6,10 @@ dataclass, the animation from an episode rendered with random actions, and the t
 from the benchmark results in ``benchmarks/results/*.json``. A new env in the registry gets its
 page with no change here.
 
-    python -m gpu_zoo.gallery OUT_DIR            # pages and GIFs, as the docs build makes them
-    python -m gpu_zoo.gallery OUT_DIR --no-gifs  # pages only
+    python docs/gen/gallery.py OUT_DIR            # pages and GIFs, as the docs build makes them
+    python docs/gen/gallery.py OUT_DIR --no-gifs  # pages only
+
+The docs build (`hooks`, beside this file) makes the pages inside the site.
 """
 
 from __future__ import annotations
@@ -32,9 +34,13 @@ from pathlib import Path
 import gymnasium
 import numpy as np
 
-from .core.layout import Layout
-from .core.spec import EnvSpec
-from .registry import get_spec, registered_envs
+import gpu_zoo.core
+from gpu_zoo.core.layout import Layout
+from gpu_zoo.core.spec import EnvSpec
+from gpu_zoo.registry import get_spec, registered_envs
+
+ROOT = Path(__file__).resolve().parents[2]
+"""The repository: this file is ``docs/gen/gallery.py``."""
 
 GIF_FRAMES = 60
 """At most this many frames per animation (the episode's first steps)."""
@@ -270,7 +276,7 @@ def episode_frames(env_id: str, target: str = "cpu", frames: int = GIF_FRAMES, s
     import torch
     from PIL import Image
 
-    from .core.batched import BatchedEnv
+    from gpu_zoo.core.batched import BatchedEnv
 
     spec = get_spec(env_id)
     if spec.render is None:
@@ -297,7 +303,7 @@ def episode_frames(env_id: str, target: str = "cpu", frames: int = GIF_FRAMES, s
 
 def write_episode_gif(env_id: str, path: Path, target: str = "cpu") -> int:
     """Writes the animation of ``env_id`` to ``path``; returns its frame count."""
-    from .core.render import write_gif
+    from gpu_zoo.core.render import write_gif
 
     frames = episode_frames(env_id, target=target)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -311,7 +317,7 @@ def gif_key(env_id: str) -> str:
     """Changes when what the animation shows may change: the env's sources and the GIF settings."""
     spec = get_spec(env_id)
     h = hashlib.sha256(repr((env_id, gif_params(env_id), GIF_FRAMES, GIF_SIZE, GIF_SEED, GIF_FPS)).encode())
-    core = Path(__file__).parent / "core"
+    core = Path(gpu_zoo.core.__file__).parent
     sources = [__file__, importlib.util.find_spec(spec.module).origin, *sorted(str(p) for p in core.glob("*.py"))]
     for src in sources:
         h.update(Path(src).read_bytes())
@@ -336,10 +342,9 @@ def cached_gifs(env_ids, cache_dir: Path, engine: str = "sim") -> dict[str, Path
         if engine not in ENGINES:
             raise ValueError(f"engine must be one of {list(ENGINES)}, got {engine!r}")
         env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "1" if engine == "sim" else "0"}
-        root = str(Path(__file__).resolve().parent.parent)
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH")]))
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
         with tempfile.TemporaryDirectory(dir=cache_dir) as drawing:
-            cmd = [sys.executable, "-m", "gpu_zoo.gallery", "--gifs-only", "--engine", engine, drawing, *missing]
+            cmd = [sys.executable, str(Path(__file__).resolve()), "--gifs-only", "--engine", engine, drawing, *missing]
             result = subprocess.run(cmd, env=env, capture_output=True, text=True)
             if result.returncode != 0:
                 raise RuntimeError(f"drawing the gallery animations failed:\n{result.stdout}\n{result.stderr}")
@@ -429,7 +434,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("out", help="folder for the pages (or, with --gifs-only, the GIFs)")
     ap.add_argument("env_ids", nargs="*", help="env ids (default: every registered one)")
-    ap.add_argument("--results", default=str(Path(__file__).resolve().parent.parent / "benchmarks" / "results"),
+    ap.add_argument("--results", default=str(ROOT / "benchmarks" / "results"),
                     help="folder of benchmark result JSON files")
     ap.add_argument("--no-gifs", action="store_true", help="pages only")
     ap.add_argument("--gifs-only", action="store_true", help="only draw the GIFs, as OUT/<id>.gif")

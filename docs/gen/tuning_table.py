@@ -1,6 +1,6 @@
 """The tuning table: every measured performance choice, the core's and each registered env's, as ``docs/tuning.md``.
 
-Regenerate the page with ``python -m gpu_zoo.tuning_table > docs/tuning.md``.
+Regenerate the page with ``python docs/gen/tuning_table.py > docs/tuning.md``.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ def markdown() -> str:
            "A record is the committed results file under `benchmarks/results/` that holds the figure;",
            "where none was kept, the command measures it again.", "",
            "Generated from `gpu_zoo.core.tuning` and the env modules by",
-           "`python -m gpu_zoo.tuning_table > docs/tuning.md`; a test keeps this page equal to it.", ""]
+           "`python docs/gen/tuning_table.py > docs/tuning.md`; a test keeps this page equal to it.", ""]
     for where, setting, m in entries():
         out += [f"## {where}: {setting}", "", f"{m.figure[0].upper()}{m.figure[1:]}.", ""]
         if m.record:

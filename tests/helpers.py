@@ -33,8 +33,8 @@ PZ_CONFIGS = {
     "simple_world_comm_v3": dict(max_cycles=25),
     "collect_treasure_v1": dict(max_cycles=25),
     "gather_trade_build_v0": dict(max_cycles=60, tax_period=10),
-    "connect_four_v3": {},  # the defaults: the comparisons with PettingZoo share these kernels
-    "tictactoe_v3": {},
+    "connect_four_v3": dict(max_cycles=42),  # the defaults (42 and 9 moves fill the boards)
+    "tictactoe_v3": dict(max_cycles=9),
 }
 # The economy with the AI Economist's fixed skills and starts, short, and the period's income observed: the
 # rule and parity tests share its compile (the default observations are the other configurations').

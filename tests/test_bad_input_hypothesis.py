@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import gpu_zoo
+from gpu_zoo.core.aec import GpuZooAECEnv
 from gpu_zoo.core.batched import BatchedEnv
 from gpu_zoo.core.params import ParamTypeError
 from gpu_zoo.core.pettingzoo import GpuZooParallelEnv
@@ -80,7 +81,10 @@ def test_batched_actions(batched, data):
     assert torch.equal(env.buffers.storage, ref.buffers.storage)
 
 
-@pytest.fixture(scope="module", params=ENVS)
+TURN_BASED = tuple(e for e in ENVS if gpu_zoo.get_spec(e).turn_based)
+
+
+@pytest.fixture(scope="module", params=[e for e in ENVS if e not in TURN_BASED])
 def parallel(request):
     return [GpuZooParallelEnv(gpu_zoo.get_spec(request.param), **PZ_CONFIGS[request.param]) for _ in range(2)]
 
@@ -106,6 +110,36 @@ def test_pettingzoo_actions(parallel, data):
         return
     ref.step({a: np.asarray(v).astype(ref.action_space(a).dtype) for a, v in actions.items()})
     assert torch.equal(env._env.buffers.storage, ref._env.buffers.storage)
+
+
+@pytest.fixture(scope="module", params=TURN_BASED)
+def turns(request):
+    return [GpuZooAECEnv(gpu_zoo.get_spec(request.param), **PZ_CONFIGS[request.param]) for _ in range(2)]
+
+
+@SETTINGS
+@given(data=st.data())
+def test_turn_based_pettingzoo_moves(turns, data):
+    """A move of any value after a few legal ones: a legal one taken, anything else refused with nothing changed."""
+    env, ref = turns
+    for e in turns:
+        e.reset(seed=SEED)
+    for _ in range(data.draw(st.integers(0, 4))):
+        move = int(np.flatnonzero(env.observe(env.agent_selection)["action_mask"])[0])
+        env.step(move)
+        ref.step(move)
+    space = env.action_space(env.agent_selection)
+    move = data.draw(st.one_of(arrays_near(space.shape, high_of(space)), st.none(), st.text(max_size=2),
+                               st.integers(-3, 30), st.floats()))
+    try:
+        env.step(move)
+    except ValueError:
+        assert torch.equal(env.batched.buffers.storage, ref.batched.buffers.storage), "a refused move changed the state"
+        assert (env.agent_selection, env.rewards, env.terminations) == (ref.agent_selection, ref.rewards,
+                                                                       ref.terminations)
+        return
+    ref.step(int(move))
+    assert torch.equal(env.batched.buffers.storage, ref.batched.buffers.storage)
 
 
 @pytest.fixture(scope="module", params=ENVS)

@@ -49,6 +49,9 @@ CASES = {
     "economy": ("gather_trade_build_v0", PZ_CONFIGS["gather_trade_build_v0"]),
     "economy_fixed": ("gather_trade_build_v0", ECON_FIXED),
     "economy_saez": ("gather_trade_build_v0", ECON_SAEZ),
+    # a short limit on connect four: games cut short (truncated) beside won and illegal ones
+    "connect_four": ("connect_four_v3", dict(max_cycles=12)),
+    "tictactoe": ("tictactoe_v3", PZ_CONFIGS["tictactoe_v3"]),
 }
 
 

@@ -296,6 +296,13 @@ PRESETS: dict[str, Args] = {
     "simple_crypto_v3": _mpe_preset("simple_crypto_v3"),
     # simple_world_comm, likewise (3.7 minutes): the predators 4.3 -> 15.3, the prey -28.8 -> -10.8.
     "simple_world_comm_v3": _mpe_preset("simple_world_comm_v3"),
+    # PettingZoo's board games by self-play: both seats share the group's one policy, each seeing the
+    # board from its own side; a seat waiting for its turn has an all-zero mask, a step without a
+    # decision that GAE runs through (gae_skip_forced), so each move is credited with the game's end.
+    "connect_four_v3": Args(env_id="connect_four_v3", num_envs=1024, num_steps=42, total_env_steps=20_000_000,
+                            gamma=1.0, ent_coef=0.01, hidden=128),
+    "tictactoe_v3": Args(env_id="tictactoe_v3", num_envs=1024, num_steps=18, total_env_steps=5_000_000,
+                         gamma=1.0, ent_coef=0.01),
     # The AI Economist: workers and the planner trained together over long episodes.
     "gather_trade_build_v0": Args(
         env_id="gather_trade_build_v0", num_envs=64, num_steps=200, total_env_steps=10_000_000,

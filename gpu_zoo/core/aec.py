@@ -152,8 +152,8 @@ class GpuZooAECEnv(AECEnv):
         obs = {}
         for g, t in env.obs.items():
             group = layout.groups[g].group
-            row = t[0].cpu().numpy()
-            obs[g] = row.reshape(group.count, *(group.obs_shape or (group.obs_size,))).astype(OBS_DTYPES[group.obs_dtype])
+            shape = (group.count, *(group.obs_shape or (group.obs_size,)))
+            obs[g] = t[0].cpu().numpy().reshape(shape).astype(OBS_DTYPES[group.obs_dtype])
         self._host = {
             "obs": obs,
             "mask": {g: m[0].cpu().numpy().astype(np.int8) for g, m in env.action_masks.items()},

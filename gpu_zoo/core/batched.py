@@ -370,7 +370,8 @@ class BatchedEnv:
         """Uniformly random valid actions, made on the env's device (the batched ``action_space.sample()``).
 
         For a masked group each action (each dimension of a MultiDiscrete one) is uniform over
-        the entries its current mask allows. ``out`` (``env.actions``, say) takes the draws in
+        the entries its current mask allows; an agent whose mask allows nothing (a player waiting
+        for its turn) gets an action the env does not read. ``out`` (``env.actions``, say) takes the draws in
         place of new tensors: ``env.sample_actions(gen, out=env.actions); env.step()`` draws and
         steps with no copy, one or two device kernels a group. A ``generator`` on another device
         (a CPU one for a CUDA env) draws there, and the draws are copied over.

@@ -132,7 +132,7 @@ def test_a_drawn_connect_four_game_matches():
 
 @pytest.mark.parametrize("env_id", sorted(OURS))
 def test_batched_games_each_match_pettingzoo(env_id):
-    """Many games at once, each replayed in its own PettingZoo env; illegal moves end them as PettingZoo's env() does."""
+    """Many games at once, each replayed in a PettingZoo env; illegal moves end them as PettingZoo's env() does."""
     ref_mod = pettingzoo_module(env_id)
     n = 24
     env = OURS[env_id].batched_env(n, device="cpu", autoreset=False)

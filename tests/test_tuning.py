@@ -1,22 +1,28 @@
-"""The tuning table: one place for every measured choice, each with its figure, record and command."""
+"""The tuning table: one place for every measured choice, each with its figure, record and command.
+
+The figures are kept outside the package (`benchmarks/tuning_records.py`); an env's `Tuning` holds
+its knobs alone.
+"""
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 from pathlib import Path
 
 import pytest
 
 import gpu_zoo
+from benchmarks.tuning_records import ENVS, Measured
 from docs.gen import tuning_table
-from gpu_zoo.core import Measured, Tuning
+from gpu_zoo.core import Tuning
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_the_docs_page_is_the_table():
     page = (ROOT / "docs" / "tuning.md").read_text()
-    assert page == tuning_table.markdown(), "docs/tuning.md is stale: python docs/gen/tuning_table.py > docs/tuning.md"
+    assert page == tuning_table.markdown(), "docs/tuning.md is stale: python -m docs.gen.tuning_table > docs/tuning.md"
 
 
 def test_every_record_the_table_names_is_committed():
@@ -28,7 +34,22 @@ def test_every_record_the_table_names_is_committed():
 def test_an_env_that_tunes_says_what_measured_it(env_id):
     tuning = gpu_zoo.get_spec(env_id).tuning
     if tuning.launch is not None or tuning.observe_by_block or tuning.cpu_inline_helpers is not None:
-        assert tuning.measured, f"{env_id}: a Tuning with knobs set names the benchmarks behind them"
+        assert ENVS.get(env_id), f"{env_id}: a Tuning with knobs set has its benchmarks in benchmarks/tuning_records.py"
+
+
+def test_every_env_record_names_a_registered_env():
+    assert sorted(set(ENVS) - set(gpu_zoo.registered_envs())) == []
+
+
+def test_the_package_imports_nothing_from_benchmarks():
+    """The records name the package's choices, never the other way round: gpu_zoo runs without ``benchmarks/``."""
+    found = []
+    for path in sorted((ROOT / "gpu_zoo").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else [])
+            found += [f"{path.relative_to(ROOT)}: {n}" for n in names if n.split(".")[0] == "benchmarks"]
+    assert found == []
 
 
 def test_the_table_holds_the_core_constants_and_every_envs_choices():
@@ -45,11 +66,10 @@ def test_the_table_holds_the_core_constants_and_every_envs_choices():
 @pytest.mark.parametrize("kw,message", [
     (dict(launch=3), "Tuning.launch must be a function"),
     (dict(observe_by_block="yes"), "observe_by_block must be a bool"),
-    (dict(measured=("fast",)), "tuple of Measured"),
-    (dict(measured=Measured("a", "b", "", "c")), "tuple of Measured"),
+    (dict(measured=(Measured("a", "b", "", "c"),)), "unexpected keyword argument 'measured'"),
     (dict(cpu_inline_helpers="window"), "cpu_inline_helpers must be a tuple of function names"),
     (dict(cpu_inline_helpers=("window", "")), "cpu_inline_helpers must be a tuple of function names"),
-], ids=["launch", "by_block", "measured_str", "measured_not_tuple", "inline_str", "inline_empty_name"])
+], ids=["launch", "by_block", "measured", "inline_str", "inline_empty_name"])
 def test_malformed_tuning_is_refused(kw, message):
     with pytest.raises(TypeError, match=message):
         Tuning(**kw)
@@ -60,6 +80,8 @@ def test_a_measurement_names_its_figure_and_command():
         Measured("max_registers 64", "", "", "python -m benchmarks.probe x")
     with pytest.raises(TypeError, match="Measured.record must be a str"):
         Measured("max_registers 64", "1.4e9", None, "python -m benchmarks.probe x")
+    with pytest.raises(TypeError, match="Measured.note must be a str"):
+        Measured("max_registers 64", "1.4e9", "", "python -m benchmarks.probe x", note=None)
 
 
 def test_a_spec_takes_only_a_tuning():

@@ -2,7 +2,6 @@
 
 from .jit import kernel_fn
 from .spec import EnvSpec, Field, Group, ObsBlock, PerAgent, PerEnv, PerItem, PerObs
-from .tuning import Measured, Tuning
+from .tuning import Tuning
 
-__all__ = ["EnvSpec", "Field", "Group", "Measured", "ObsBlock", "PerAgent", "PerEnv", "PerItem", "PerObs", "Tuning",
-           "kernel_fn"]
+__all__ = ["EnvSpec", "Field", "Group", "ObsBlock", "PerAgent", "PerEnv", "PerItem", "PerObs", "Tuning", "kernel_fn"]

@@ -10,8 +10,8 @@ from .tuning import ONE_OBS_LOOP_ELEMENTS
 CPU_HELPER = "@njit(cache=True, _nrt=False, error_model='numpy', no_cpython_wrapper=True, no_cfunc_wrapper=True)"
 """Decorator of a generated function only the drivers call (the params, an element stage).
 
-No Python wrapper: one that unpacks the state tuple, every field's array, cost about a second
-of compile time a helper (`gpu_zoo.core.tuning.GENERATED_CODE`).
+No Python wrapper: one that unpacks the state tuple, every field's array, lengthened the compile
+of every helper (`GENERATED_CODE` in `benchmarks/tuning_records.py`).
 """
 
 
@@ -30,7 +30,7 @@ def _cpu_elem_helper(name: str, target: str, value: str, observed: bool, by_bloc
         if by_block:
             # As on CUDA (`codegen_cuda._cuda_run_loops`): a run's blocks computed together for each
             # offset. The observation is inlined once per block: a longer compile for a faster step
-            # (measured for Tag continuous: its `TUNING`).
+            # (Tag continuous's record in `benchmarks/tuning_records.py`).
             for run in block_runs(gi):
                 out += [f"        for j in range({run[0][2]}):",
                         *(f"            v{b} = {value.format(g=gi.name, b=b)}" for b, _, _ in run),
@@ -75,7 +75,7 @@ def cpu_drivers(step: Stages, reset: Stages, layout: Layout, helpers: dict, subs
     compiled driver each way, told apart by a run-time flag: every reset phase is in the step
     already (its auto-reset), and Numba types, links and optimises each driver's whole call tree
     again, so a separate reset driver compiled it all a second time
-    (`gpu_zoo.core.tuning.GENERATED_CODE`). Both keep the env's body inline in their loop: a
+    (`GENERATED_CODE` in `benchmarks/tuning_records.py`). Both keep the env's body inline in their loop: a
     function of one env called by the serial loop cost more compile time for no speed. Numba
     compiles each driver only when it is first called. Element stages become functions in
     ``helpers``, shared by both stage lists: a stage that appears in both (the observation) is compiled once.

@@ -61,7 +61,7 @@ def _table_source(name: str, values: tuple) -> str:
 
     Indexed at run time (``p.size[j]``, ``j`` a lane's agent), a tuple would compile to a switch
     over its entries with an out-of-range branch; an array compiles to one load from constant
-    data (measured: `gpu_zoo.core.tuning.GENERATED_CODE`).
+    data (`GENERATED_CODE` in `benchmarks/tuning_records.py`).
     """
     kinds = {type(x) for x in values}
     if not values or len(kinds) != 1 or not kinds <= {bool, np.bool_, int, float, np.float64}:

@@ -64,7 +64,7 @@ def launch_shape(num_agents: int, simulator: bool = False, block: int = 128,
     power of two up to 1024). ``max_registers`` caps the registers per thread of the compiled
     kernel (16 to 255). By default a block of 256 threads gets a cap of `WIDE_BLOCK_REGISTERS`,
     so three fit on a multiprocessor (65536 registers); smaller blocks get the compiler's choice.
-    The figures behind each constant: `gpu_zoo.core.tuning` (docs: Tuning).
+    The figures behind each constant: `benchmarks/tuning_records.py` (docs: Tuning).
     ``split_observe`` launches a step as three kernels (`gpu_zoo.core.plan.step_kernels`).
     """
     check_launch_options(threads_per_env, max_registers, split_observe)

@@ -275,8 +275,8 @@ class EnvSpec:
             NumPy arrays of one environment.
         module: the module whose docstring documents the environment.
         tuning: the env's performance knobs (`gpu_zoo.core.tuning.Tuning`: its GPU launch, how
-            fills are laid out) with the benchmarks behind them. Optional: without it the core's
-            general choices apply, and every env runs well under them.
+            fills are laid out); the benchmarks behind them are kept in `benchmarks/tuning_records.py`.
+            Optional: without it the core's general choices apply, and every env runs well under them.
         turn_based: a game whose agents move one at a time (board games). The core then adds the
             field ``current_player`` (per env: the global index of the agent to move), which the
             env's reset phases set and its step phases advance; a step reads only that agent's

@@ -182,7 +182,7 @@ from dataclasses import dataclass
 import gymnasium
 import numpy as np
 
-from gpu_zoo.core import EnvSpec, Field, Group, Measured, ObsBlock, PerAgent, PerEnv, PerItem, PerObs, Tuning, kernel_fn
+from gpu_zoo.core import EnvSpec, Field, Group, ObsBlock, PerAgent, PerEnv, PerItem, PerObs, Tuning, kernel_fn
 from gpu_zoo.core.params import check_count
 from gpu_zoo.core.rng import randint, uniform
 
@@ -1442,13 +1442,6 @@ SPEC = EnvSpec(
     constants=constants,
     render=render,
     # most of a worker's row is its map window: inlined, it runs as fast as with every helper inlined
-    tuning=Tuning(cpu_inline_helpers=("window",), measured=(Measured(
-        "on the CPU, the observation inlines `window` (the map) and calls its other helpers",
-        "2 CPU cores, two alternating pairs: cold first step 17.0 / 16.8 s -> 15.2 / 14.5 s; 256 envs "
-        "6.6e4 -> 6.8e4-7.1e4 env-steps/s, 4 envs equal; with no helper inlined the compile was as short but "
-        "the step 55% slower (the map's 1089 values a worker each paid a call)",
-        "benchmarks/results/cpu_obs_inline_cpu-2core-s54.txt",
-        "python -m benchmarks.cold_start --device cpu --only '^gather_trade_build_v0$' --label LABEL, "
-            "and env-steps/s at 256 envs, from two checkouts"),)),
+    tuning=Tuning(cpu_inline_helpers=("window",)),
     module=__name__,
 )

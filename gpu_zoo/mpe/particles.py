@@ -288,8 +288,8 @@ def own(s, e, a, i):
 
 
 # Fill functions of the observation blocks most scenarios share (`ObsBlock.fill`): element j of
-# the block for agent a. simple and simple_spread keep their own observation functions, measured
-# a few percent faster (their `Tuning`).
+# the block for agent a. simple and simple_spread keep their own observation functions, which ran
+# faster (`benchmarks/tuning_records.py`).
 @kernel_fn
 def own_vel(s, p, e, a, j):
     """``self_vel``: the agent's velocity."""

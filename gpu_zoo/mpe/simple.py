@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gpu_zoo.core import EnvSpec, Group, Measured, ObsBlock, PerAgent, PerEnv, PerObs, Tuning, kernel_fn
+from gpu_zoo.core import EnvSpec, Group, ObsBlock, PerAgent, PerEnv, PerObs, kernel_fn
 from gpu_zoo.mpe import particles
 from gpu_zoo.mpe.particles import integrate, move_continuous, move_discrete, place_landmarks, relative, spawn
 from gpu_zoo.mpe.scenario import check_common, move_space
@@ -102,10 +102,4 @@ SPEC = EnvSpec(
     constants=constants,
     render=render,
     module=__name__,
-    tuning=Tuning(measured=(Measured(
-        "its own observation function rather than the particle core's fills",
-        "H200, 131072 envs: 1.353e10 env-steps/s with its own function, 1.315e10 and 1.326e10 through the fills",
-        "benchmarks/results/mpe_obs_fills",
-        "python -m benchmarks run --suite env --device cuda --only '^simple/gpu_zoo/cuda/131072$' --label LABEL, "
-        "from this tree and from one observing through the fills"),)),
 )

@@ -41,7 +41,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gpu_zoo.core import EnvSpec, Field, Group, Measured, ObsBlock, PerAgent, PerEnv, PerObs, Tuning, kernel_fn
+from gpu_zoo.core import EnvSpec, Field, Group, ObsBlock, PerAgent, PerEnv, PerObs, kernel_fn
 from gpu_zoo.core.params import check_count
 from gpu_zoo.mpe import particles
 from gpu_zoo.mpe.particles import (
@@ -134,8 +134,7 @@ def observe(s, p, e, a, i):
     """Element i of MPE2's observation of agent a.
 
     One function rather than the blocks' fills: every block is an entity's relative position, so the
-    blocks pick the entity and share one load; the fills' form measured 0.98x on an H200 and an H100
-    (36 PTX instructions more).
+    blocks pick the entity and share one load (the fills' form ran slower: `benchmarks/tuning_records.py`).
     """
     k = i
     if a >= p.agent_lo:
@@ -174,12 +173,4 @@ SPEC = EnvSpec(
     constants=constants,
     render=render,
     module=__name__,
-    tuning=Tuning(measured=(Measured(
-        "its own observation function rather than the particle core's fills",
-        "H200, 131072 envs: 2.87e9 env-steps/s with its own function, 2.80e9 through the fills (two passes "
-        "each); H100: 2.58e9 and 2.54e9",
-        "benchmarks/results/group_phases",
-        "python -m benchmarks run --suite env --device cuda --only '^simple_adversary/gpu_zoo/cuda/131072$' "
-        "--label LABEL, "
-        "from this tree and from one observing through the fills"),)),
 )

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 import gymnasium
 import numpy as np
 
-from gpu_zoo.core import EnvSpec, Field, Group, Measured, ObsBlock, PerAgent, PerEnv, PerObs, Tuning, kernel_fn
+from gpu_zoo.core import EnvSpec, Field, Group, ObsBlock, PerAgent, PerEnv, PerObs, Tuning, kernel_fn
 from gpu_zoo.core.rng import randint
 from gpu_zoo.mpe import particles
 from gpu_zoo.mpe.particles import (
@@ -148,7 +148,7 @@ def observe(s, p, e, a, i):
     """Element i of MPE2's observation of agent a.
 
     One function rather than the blocks' fills: the landmarks and the velocity share one load path
-    here, and the fills' form measured 0.98x on an H200 (19 PTX instructions more).
+    here (the fills' form ran slower: `benchmarks/tuning_records.py`).
     """
     if i < 2:
         return np.float32(s.vel_x[e, a] if i == 0 else s.vel_y[e, a])
@@ -185,20 +185,5 @@ SPEC = EnvSpec(
     constants=constants,
     render=render,
     module=__name__,
-    tuning=Tuning(launch=lambda p, num_envs: {"threads_per_env": 8 if num_envs <= 2048 else 4}, measured=(Measured(
-        "threads_per_env 8 up to 2048 envs, else 4",
-        "H200, 131072 envs: 2.36e9-2.37e9 env-steps/s with 4 lanes an env, 1.56e9-1.59e9 with the core's 2 (a "
-        "lane per agent), 7.5e8 with 1, 1.77e9 with 8 (capped at 40 registers): the spare lanes share the 42 "
-        "observation values; 1024 envs, which leave most of the GPU idle: 1.42e8 with 8 lanes, 1.26e8 with 4, "
-        "1.37e8 with 16",
-        "benchmarks/results/launch_sweep_h200-s29.txt, benchmarks/results/obs_write_experiments_h200-s28.txt",
-        "python -m benchmarks.probe simple_reference_v3 --num-envs 131072 --tpe 1 2 4 8; "
-        "python -m benchmarks.probe simple_reference_v3 --num-envs 1024 --tpe 4 8 16"), Measured(
-        "its own observation function rather than the particle core's fills",
-        "H200, 131072 envs: 2.34e9 env-steps/s with its own function, 2.29e9 through the fills (two passes "
-        "each); PTX 1294 instructions against 1313",
-        "benchmarks/results/group_phases",
-        "python -m benchmarks run --suite env --device cuda --only '^simple_reference/gpu_zoo/cuda/131072$' "
-        "--label LABEL, "
-        "from this tree and from one observing through the fills"))),
+    tuning=Tuning(launch=lambda p, num_envs: {"threads_per_env": 8 if num_envs <= 2048 else 4}),
 )

@@ -40,7 +40,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gpu_zoo.core import EnvSpec, Field, Group, Measured, ObsBlock, PerAgent, PerEnv, PerObs, Tuning, kernel_fn
+from gpu_zoo.core import EnvSpec, Field, Group, ObsBlock, PerAgent, PerEnv, PerObs, Tuning, kernel_fn
 from gpu_zoo.core.params import check_count
 from gpu_zoo.mpe import particles
 from gpu_zoo.mpe.particles import (
@@ -198,14 +198,5 @@ SPEC = EnvSpec(
     constants=constants,
     render=render,
     module=__name__,
-    tuning=Tuning(launch=lambda p, num_envs: {"max_registers": 64}, measured=(Measured(
-        "max_registers 64",
-        "H200, N=3, 131072 envs: 1.44e9 env-steps/s with 64 registers a thread, 1.15e9 with the compiler's choice",
-        "benchmarks/results/env_cuda_full_h200-s27.json, benchmarks/results/env_cuda_full_h200-s27c.json",
-        "python -m benchmarks.probe simple_spread_v3 --num-envs 131072 --tpe 4 --regs 0 64"), Measured(
-        "its own observation function rather than the particle core's fills",
-        "H200, 131072 envs: 1.533e9 env-steps/s with its own function, 1.439e9 and 1.440e9 through the fills",
-        "benchmarks/results/mpe_obs_fills",
-        "python -m benchmarks run --suite env --device cuda --only '^simple_spread/gpu_zoo/cuda/131072$' "
-        "--label LABEL, from this tree and from one observing through the fills"))),
+    tuning=Tuning(launch=lambda p, num_envs: {"max_registers": 64}),
 )

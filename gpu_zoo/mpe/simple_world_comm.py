@@ -46,7 +46,7 @@ from dataclasses import dataclass
 import gymnasium
 import numpy as np
 
-from gpu_zoo.core import EnvSpec, Field, Group, Measured, ObsBlock, PerAgent, PerEnv, PerObs, Tuning, kernel_fn
+from gpu_zoo.core import EnvSpec, Field, Group, ObsBlock, PerAgent, PerEnv, PerObs, Tuning, kernel_fn
 from gpu_zoo.core.params import check_count
 from gpu_zoo.mpe import particles
 from gpu_zoo.mpe.particles import (
@@ -264,20 +264,13 @@ def _readers(p: SimpleWorldCommParams) -> tuple:
 
 
 def launch(p: SimpleWorldCommParams, num_envs: int) -> dict:
-    """Lanes an env for worlds of up to 8 agents (measured for the default world of 6: `TUNING`)."""
+    """Lanes an env for worlds of up to 8 agents (chosen on the default world of 6: `benchmarks/tuning_records.py`)."""
     if p.num_good + p.num_adversaries > 8:
         return {}
     return {"threads_per_env": 32 if num_envs <= 2048 else 4}
 
 
-TUNING = Tuning(launch=launch, measured=(Measured(
-    "threads_per_env 32 up to 2048 envs, else 4 (worlds of up to 8 agents)",
-    "H200, the default world (6 agents), 131072 envs: 3.03e8 env-steps/s with 4 lanes, 1.92e8 with the core's "
-    "8 (a lane per agent), 1.04e8 with 16; 16384 envs: 2.81e8 with 4, 1.79e8 with 8; 1024 envs, which leave "
-    "most of the GPU idle: 3.98e7 with 32 lanes, 3.61e7 with 16, 2.40e7 with 4",
-    "benchmarks/results/launch_sweep_h200-s29.txt, benchmarks/results/obs_write_experiments_h200-s28.txt",
-    "python -m benchmarks.probe simple_world_comm_v3 --num-envs 131072 --tpe 4 8 16; "
-    "python -m benchmarks.probe simple_world_comm_v3 --num-envs 1024 --tpe 4 16 32"),))
+TUNING = Tuning(launch=launch)
 
 
 SPEC = EnvSpec(

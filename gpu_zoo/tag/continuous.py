@@ -76,7 +76,7 @@ from dataclasses import dataclass
 import gymnasium
 import numpy as np
 
-from gpu_zoo.core import EnvSpec, Field, Group, Measured, ObsBlock, PerAgent, PerEnv, PerItem, PerObs, Tuning, kernel_fn
+from gpu_zoo.core import EnvSpec, Field, Group, ObsBlock, PerAgent, PerEnv, PerItem, PerObs, Tuning, kernel_fn
 from gpu_zoo.core.episode import observing
 from gpu_zoo.core.floats import mul_rn
 from gpu_zoo.core.params import check_count, is_int
@@ -512,7 +512,7 @@ def _other(s, p, e, a, slot):
 # costs several instructions on a GPU. The blocks of one slot are computed together (a run of
 # equal-size blocks), so the slot's agent is looked up once for all seven. Each returns early
 # for an empty slot rather than taking a -1 for one: the index it reads is then known not to be
-# negative, which spares every load the check for a negative index (measured: `TUNING`).
+# negative, which spares every load the check for a negative index (`benchmarks/tuning_records.py`).
 @kernel_fn
 def rel_x(s, p, e, a, slot):
     j = _other(s, p, e, a, slot)
@@ -605,7 +605,7 @@ def _observation(p: TagParams) -> PerObs:
 
 
 def launch(p: TagParams, num_envs: int) -> dict:
-    """The GPU launch of full observations of 32 to 127 others: 512 threads per env (`TUNING`).
+    """The GPU launch of full observations of 32 to 127 others: 512 threads per env.
 
     Such observations are most of a step, and the lanes a step's other phases leave idle write them.
     """
@@ -616,28 +616,7 @@ def launch(p: TagParams, num_envs: int) -> dict:
 
 # Block by block: a lane computes slot j of every feature block at once, so what the slot shares
 # (the other agent's index, its nearest-list entry) is found once for seven values.
-TUNING = Tuning(launch=launch, observe_by_block=True, measured=(
-    Measured("threads_per_env 512 for full observations of 32 to 127 others",
-             "H200, 2000 envs x 100 agents: 4.7e6 env-steps/s with 128 threads an env, 5.8e6 with 256, 6.9e6 with "
-             "512 (the probe's figures; the record holds the suite's run with 512, 6.96e6)",
-             "benchmarks/results/env_cuda_full_h200-6.json",
-             "python -m benchmarks.probe tag_continuous_v0 --num-envs 2000 --kw num_taggers=5 num_runners=95 "
-             "--tpe 128 256 512"),
-    Measured("observe_by_block",
-             "2 CPU cores, 2000 envs x 100 agents with full observations: 1.8e4 -> 9.1e4 env-steps/s against a "
-             "call per element, first compile 15 -> 32 s (the observation is inlined once per block); on an H200 "
-             "the by-block step's PTX equals that of the one by-block function it replaced",
-             "",
-             "python -m benchmarks run --suite env --device cpu --label LABEL "
-             "--only '^tag_continuous/gpu_zoo/cpu/2000,num_runners=95,num_taggers=5$', with observe_by_block on "
-             "and off"),
-    Measured("fills that return early for an empty slot",
-             "H200, 2000 x 100: a -1 sentinel for an empty slot (every load then checks for a negative index) ran "
-             "0.81x; checking the slot before computing its agent, 0.94x (0.92x at 2000 x 5)",
-             "benchmarks/results/tag_obs_fills",
-             "python -m benchmarks run --suite env --device cuda --warm-jobs 8 --budget-s 150 --label LABEL "
-             "--only '^tag_continuous/gpu_zoo/cuda/2000,(?!actions)', on a tree with the other form"),
-))
+TUNING = Tuning(launch=launch, observe_by_block=True)
 
 
 _SCRATCH = ("nbr_d2", "nbr_j")

@@ -193,13 +193,22 @@ BRACKETS = 7
 US_CUTOFFS_USD = (0.0, 9700.0, 39475.0, 84200.0, 160725.0, 204100.0, 510300.0)
 US_RATES_2018 = (0.1, 0.12, 0.22, 0.24, 0.32, 0.35, 0.37)
 NUM_RATES = 21  # 0%, 5%, ..., 100%
-# 1: rates fixed per env (the `fixed_rates` field), 2: none
-TAX_KINDS = {"model_wrapper": 0, "us-federal-single-filer-2018-scaled": 1, "fixed-bracket-rates": 1,
-             "random-bracket-rates": 3, "saez": 4}
 SAEZ_BINS = 100  # the Saez model's income bins below the top cutoff, as the AI Economist's
-PARETO_KINDS = {"inverse_income": 0, "uniform": 1}
-SWF_KINDS = {"coin_eq_times_productivity": 0, "inv_income_weighted_coin_endowments": 1,
-             "inv_income_weighted_utility": 2}
+
+# Named choices, compared by name in the kernels (Numba reads module-level ints as compile-time
+# constants). The string options become int params through the tables beside them (`constants`).
+# p.tax_kind: rates the planner's actions set, fixed per env (the `fixed_rates` field), no taxes
+# (disable_taxes), rates drawn per bracket and period, or the Saez formula's.
+TAX_PLANNER, TAX_FIXED, TAX_NONE, TAX_RANDOM, TAX_SAEZ = 0, 1, 2, 3, 4
+TAX_KINDS = {"model_wrapper": TAX_PLANNER, "us-federal-single-filer-2018-scaled": TAX_FIXED,
+             "fixed-bracket-rates": TAX_FIXED, "random-bracket-rates": TAX_RANDOM, "saez": TAX_SAEZ}
+PARETO_INVERSE_INCOME, PARETO_UNIFORM = 0, 1  # p.pareto_kind: the Saez formula's Pareto weights
+PARETO_KINDS = {"inverse_income": PARETO_INVERSE_INCOME, "uniform": PARETO_UNIFORM}
+SWF_COIN_EQUALITY, SWF_INV_INCOME_COIN, SWF_INV_INCOME_UTILITY = 0, 1, 2  # p.swf_kind: the planner's welfare
+SWF_KINDS = {"coin_eq_times_productivity": SWF_COIN_EQUALITY,
+             "inv_income_weighted_coin_endowments": SWF_INV_INCOME_COIN,
+             "inv_income_weighted_utility": SWF_INV_INCOME_UTILITY}
+ORDER_FREE, ORDER_BID, ORDER_ASK = 0, 1, 2  # an order slot (the `order_kind` field)
 CHANNELS = ("stone", "wood", "water", "stone_source", "wood_source", "inside", "own_house", "other_house",
             "other_worker")
 _MAX_WORKERS = 62  # buyers still able to trade are kept as bits of one int64
@@ -209,11 +218,11 @@ _F64_ZERO = np.float64(0.0)
 _F64_ONE = np.float64(1.0)
 
 # Indices of the random draws within one (env, agent, step): distinct purposes never share one.
-# Draw _D_FIXED_ORDER + i of the planner (which draws nothing else at a reset) deals fixed skill i;
-# its draw _D_RATE + b, on a period's first step, bracket b's rate under random-bracket-rates (or under
+# Draw DRAW_FIXED_ORDER + i of the planner (which draws nothing else at a reset) deals fixed skill i;
+# its draw DRAW_RATE + b, on a period's first step, bracket b's rate under random-bracket-rates (or under
 # saez until its ring fills).
-_D_BUILD_SKILL, _D_GATHER_SKILL, _D_MOVE_ORDER, _D_BONUS, _D_TILE, _D_PLACE, _D_RATE, _D_FIXED_ORDER = \
-    0, 1, 2, 3, 4, 10, 400, 420
+DRAW_BUILD_SKILL, DRAW_GATHER_SKILL, DRAW_MOVE_ORDER, DRAW_BONUS, DRAW_TILE = 0, 1, 2, 3, 4
+DRAW_PLACE, DRAW_RATE, DRAW_FIXED_ORDER = 10, 400, 420
 
 
 @functools.cache
@@ -468,7 +477,7 @@ def saez_fields(p: EconomyParams) -> tuple[Field, ...]:
 
 def constants(p: EconomyParams) -> dict:
     P, V = p.num_prices, 2 * p.obs_range + 1
-    tax_kind = 2 if p.disable_taxes else TAX_KINDS[p.tax_model]
+    tax_kind = TAX_NONE if p.disable_taxes else TAX_KINDS[p.tax_model]
     sched = p.tax_annealing_schedule
     out = {
         "P": P, "MAP_OBS": len(CHANNELS) * V * V, "BUY0": 2, "MOVE0": 2 + 4 * P,
@@ -567,7 +576,7 @@ def gini(s, p, e):
 @kernel_fn
 def welfare(s, p, e):
     n = p.num_workers
-    if p.swf_kind == 0:
+    if p.swf_kind == SWF_COIN_EQUALITY:
         total = _F64_ZERO
         for i in range(n):
             total += total_coin(s.coin, s.coin_escrow, e, i)
@@ -581,7 +590,7 @@ def welfare(s, p, e):
     for i in range(n):
         c = total_coin(s.coin, s.coin_escrow, e, i)
         weight = _F64_ONE / max(_F64_ONE, c) / norm
-        out += weight * (c if p.swf_kind == 1 else utility(s, p, e, i))
+        out += weight * (c if p.swf_kind == SWF_INV_INCOME_COIN else utility(s, p, e, i))
     return out
 
 
@@ -616,7 +625,7 @@ def can_build(goods, tile, house, row, col, e, a):
 def open_orders(order_kind, e, a, res):
     n = 0
     for m in range(order_kind.shape[3]):
-        if order_kind[e, a, res, m] != 0:
+        if order_kind[e, a, res, m] != ORDER_FREE:
             n += 1
     return n
 
@@ -633,7 +642,7 @@ def reset_tile(s, p, e, k):
     r, c = k // p.width, k % p.width
     kind = s.base[e, r, c]
     if p.random_layout:
-        u = uniform(s, e, p.num_agents + k, _D_TILE)
+        u = uniform(s, e, p.num_agents + k, DRAW_TILE)
         kind = TILE_EMPTY
         if u < p.random_water:
             kind = TILE_WATER
@@ -665,13 +674,13 @@ def reset_worker(s, p, e, a, act):
     """A worker's orders and skills."""
     for res in range(2):
         for m in range(p.max_num_orders):
-            s.order_kind[e, a, res, m] = 0
+            s.order_kind[e, a, res, m] = ORDER_FREE
     if p.pareto_skills:
-        x = pareto2(uniform(s, e, a, _D_BUILD_SKILL), 4)
+        x = pareto2(uniform(s, e, a, DRAW_BUILD_SKILL), 4)
         pmsm = np.float64(p.payment_max_skill_multiplier)
         s.build_pay[e, a] = min(pmsm, (pmsm - 1) * x + 1) * np.float64(p.build_payment)
         s.build_skill[e, a] = x
-        s.gather_bonus[e, a] = min(2.0, pareto2(uniform(s, e, a, _D_GATHER_SKILL), 3)) / 2.0
+        s.gather_bonus[e, a] = min(2.0, pareto2(uniform(s, e, a, DRAW_GATHER_SKILL), 3)) / 2.0
     else:
         s.build_pay[e, a] = np.float64(p.build_payment)
         s.build_skill[e, a] = 0
@@ -682,8 +691,8 @@ def reset_worker(s, p, e, a, act):
 def place_free(s, p, e, a):
     """Agents in index order, each on a random tile that is not water nor taken (as the AI Economist)."""
     for attempt in range(200):
-        r = randint(s, e, a, _D_PLACE + 2 * attempt, p.height)
-        c = randint(s, e, a, _D_PLACE + 2 * attempt + 1, p.width)
+        r = randint(s, e, a, DRAW_PLACE + 2 * attempt, p.height)
+        c = randint(s, e, a, DRAW_PLACE + 2 * attempt + 1, p.width)
         if s.tile[e, r, c] != TILE_WATER and not occupied_by_other(s.row, s.col, p.num_workers, e, a, r, c):
             s.row[e, a], s.col[e, a] = r, c
             return
@@ -716,7 +725,7 @@ def deal_fixed_skills(s, p, e):
     taken = np.int64(0)
     spread = np.float64(p.payment_max_skill_multiplier) - _F64_ONE
     for i in range(n):
-        r = randint(s, e, p.planner_lo, _D_FIXED_ORDER + i, n - i)
+        r = randint(s, e, p.planner_lo, DRAW_FIXED_ORDER + i, n - i)
         a = 0
         while (taken >> a) & 1 or r > 0:
             if not (taken >> a) & 1:
@@ -749,7 +758,7 @@ def saez_bin(top, z):
 
 @kernel_fn
 def pareto_weight(p, z):
-    return _F64_ONE if p.pareto_kind == 1 else _F64_ONE / max(_F64_ONE, z)
+    return _F64_ONE if p.pareto_kind == PARETO_UNIFORM else _F64_ONE / max(_F64_ONE, z)
 
 
 @kernel_fn
@@ -865,7 +874,7 @@ def saez_set_rates(s, p, e, limit):
     """A period's rates under tax_model='saez' (``compute_and_set_new_period_rates_from_saez_formula``)."""
     if s.saez_count[e] < p.saez_buffer_size:
         for b in range(BRACKETS):
-            s.tax_rate[e, b] = np.float64(uniform(s, e, p.planner_lo, _D_RATE + b)) * limit
+            s.tax_rate[e, b] = np.float64(uniform(s, e, p.planner_lo, DRAW_RATE + b)) * limit
         return
     s.saez_elas[e] = saez_elasticity(s, e)
     saez_bin_rates(s, p, e, p.saez_elas_value if p.saez_elas_fixed else s.saez_elas[e])
@@ -911,7 +920,7 @@ def reset_env(s, p, e):
         for q in range(p.P):
             s.price_hist[e, res, q] = 0
     limit = rate_limit(s.ep_count, p, e)
-    if p.tax_kind == 4 and s.ep_count[e] == 0:  # reset(): the Saez model learns afresh
+    if p.tax_kind == TAX_SAEZ and s.ep_count[e] == 0:  # reset(): the Saez model learns afresh
         s.saez_count[e] = 0
         s.saez_next[e] = 0
         s.saez_elas[e] = np.float64(0.5)
@@ -919,9 +928,9 @@ def reset_env(s, p, e):
             s.saez_avg_rates[e, b] = _F64_ZERO
     for b in range(BRACKETS):
         s.tax_idx[e, b] = 0
-        if p.tax_kind == 1:
+        if p.tax_kind == TAX_FIXED:
             s.tax_rate[e, b] = min(s.fixed_rates[e, b], limit)
-        elif p.tax_kind == 4:
+        elif p.tax_kind == TAX_SAEZ:
             s.tax_rate[e, b] = min(s.saez_avg_rates[e, b], limit)
         else:
             s.tax_rate[e, b] = _F64_ZERO
@@ -970,8 +979,8 @@ def place_order(s, p, e, a, act):
         s.coin[e, a] -= price
         s.coin_escrow[e, a] += price
     for m in range(p.max_num_orders):
-        if s.order_kind[e, a, res, m] == 0:
-            s.order_kind[e, a, res, m] = 2 if sell else 1
+        if s.order_kind[e, a, res, m] == ORDER_FREE:
+            s.order_kind[e, a, res, m] = ORDER_ASK if sell else ORDER_BID
             s.order_price[e, a, res, m] = price
             s.order_life[e, a, res, m] = 0
             break
@@ -989,7 +998,7 @@ def match_resource(s, p, e, res):
             if (possible >> np.int64(a)) & np.int64(1) == 0:
                 continue
             for m in range(M):
-                if s.order_kind[e, a, res, m] != 1:
+                if s.order_kind[e, a, res, m] != ORDER_BID:
                     continue
                 q, life = s.order_price[e, a, res, m], s.order_life[e, a, res, m]
                 if q > bp or (q == bp and life > bl):
@@ -1001,7 +1010,7 @@ def match_resource(s, p, e, res):
             if a == ba:
                 continue
             for m in range(M):
-                if s.order_kind[e, a, res, m] != 2:
+                if s.order_kind[e, a, res, m] != ORDER_ASK:
                     continue
                 q, life = s.order_price[e, a, res, m], s.order_life[e, a, res, m]
                 if sa < 0 or q < sp or (q == sp and life > sl):
@@ -1010,8 +1019,8 @@ def match_resource(s, p, e, res):
             possible &= ~(np.int64(1) << np.int64(ba))
             continue
         price = sp if bl <= sl else bp
-        s.order_kind[e, ba, res, bm] = 0
-        s.order_kind[e, sa, res, sm] = 0
+        s.order_kind[e, ba, res, bm] = ORDER_FREE
+        s.order_kind[e, sa, res, sm] = ORDER_FREE
         s.goods_escrow[e, sa, res] -= 1
         s.goods[e, ba, res] += 1
         s.coin_escrow[e, ba] -= bp
@@ -1031,13 +1040,13 @@ def market(s, p, e):
         for res in range(2):
             for m in range(p.max_num_orders):
                 kind = s.order_kind[e, a, res, m]
-                if kind == 0:
+                if kind == ORDER_FREE:
                     continue
                 s.order_life[e, a, res, m] += 1
                 if s.order_life[e, a, res, m] <= p.order_duration:
                     continue
-                s.order_kind[e, a, res, m] = 0
-                if kind == 1:
+                s.order_kind[e, a, res, m] = ORDER_FREE
+                if kind == ORDER_BID:
                     q = s.order_price[e, a, res, m]
                     s.coin_escrow[e, a] -= q
                     s.coin[e, a] += q
@@ -1067,7 +1076,7 @@ def move_one(s, p, e, a):
 
 @kernel_fn
 def draw_move_key(s, p, e, a):
-    s.move_key[e, a] = uniform(s, e, a, _D_MOVE_ORDER)
+    s.move_key[e, a] = uniform(s, e, a, DRAW_MOVE_ORDER)
 
 
 @kernel_fn
@@ -1092,27 +1101,27 @@ def collect(s, p, e, a, act):
         return
     res = WOOD if s.tile[e, r, c] == TILE_WOOD else STONE
     s.res[e, r, c] = 0
-    s.goods[e, a, res] += 2 if uniform(s, e, a, _D_BONUS) < s.gather_bonus[e, a] else 1
+    s.goods[e, a, res] += 2 if uniform(s, e, a, DRAW_BONUS) < s.gather_bonus[e, a] else 1
     s.labor[e, a] += np.float64(p.collect_labor)
 
 
 @kernel_fn
 def tax(s, p, e):
     pos = s.tax_pos[e]
-    if pos == 1 and p.tax_kind == 4:
+    if pos == 1 and p.tax_kind == TAX_SAEZ:
         saez_set_rates(s, p, e, rate_limit(s.ep_count, p, e))
     elif pos == 1:
         limit = rate_limit(s.ep_count, p, e)
         for b in range(BRACKETS):
-            if p.tax_kind == 0:
+            if p.tax_kind == TAX_PLANNER:
                 k = s.act_planner[e, 0, b]
                 if k > 0 and rate_of(k - 1) <= limit:
                     s.tax_idx[e, b] = k - 1
                 s.tax_rate[e, b] = rate_of(s.tax_idx[e, b])
-            elif p.tax_kind == 1:
+            elif p.tax_kind == TAX_FIXED:
                 s.tax_rate[e, b] = min(s.fixed_rates[e, b], limit)
-            elif p.tax_kind == 3:
-                s.tax_idx[e, b] = randint(s, e, p.planner_lo, _D_RATE + b, rates_allowed(limit))
+            elif p.tax_kind == TAX_RANDOM:
+                s.tax_idx[e, b] = randint(s, e, p.planner_lo, DRAW_RATE + b, rates_allowed(limit))
                 s.tax_rate[e, b] = rate_of(s.tax_idx[e, b])
     if pos >= p.tax_period:
         n = p.num_workers
@@ -1126,7 +1135,7 @@ def tax(s, p, e):
             rate = marginal_rate(s.tax_rate, s.cutoffs, e, income)
             s.last_marginal[e, a] = rate
             # A period begun before a late-started episode is short; its income would bias the fit.
-            if p.tax_kind == 4 and s.start_t[e] <= s.t[e] - p.tax_period:
+            if p.tax_kind == TAX_SAEZ and s.start_t[e] <= s.t[e] - p.tax_period:
                 saez_record(s, p, e, income, rate)
         share = collected / np.float64(n)
         for a in range(n):
@@ -1143,7 +1152,7 @@ def regrow(s, p, e, k):
     r, c = k // p.width, k % p.width
     kind = s.tile[e, r, c]
     if (kind == TILE_WOOD or kind == TILE_STONE) and not s.res[e, r, c]:
-        if uniform(s, e, p.num_agents + k, _D_TILE) < p.resource_regen_prob:
+        if uniform(s, e, p.num_agents + k, DRAW_TILE) < p.resource_regen_prob:
             s.res[e, r, c] = 1
 
 
@@ -1186,15 +1195,15 @@ def tally_orders(s, p, e, a, act):
     for res in range(2):
         for m in range(p.max_num_orders):
             kind = s.order_kind[e, a, res, m]
-            if kind != 0:
-                block = res if kind == 2 else 2 + res
+            if kind != ORDER_FREE:
+                block = res if kind == ORDER_ASK else 2 + res
                 s.book[e, a, block, s.order_price[e, a, res, m]] += 1
 
 
 @kernel_fn
 def mask_planner(s, p, e, a, act):
     """Rates only on a period's first step, under the annealed limit; no-op always."""
-    allow = p.tax_kind == 0 and s.tax_pos[e] == 1
+    allow = p.tax_kind == TAX_PLANNER and s.tax_pos[e] == 1
     limit = rate_limit(s.ep_count, p, e)
     for b in range(BRACKETS):
         base = b * (1 + NUM_RATES)

@@ -51,6 +51,7 @@ from gpu_zoo.core.params import check_count
 from gpu_zoo.core.rng import randint
 from gpu_zoo.mpe import particles
 from gpu_zoo.mpe.particles import (
+    DRAW_Y,
     distance,
     integrate_with_mass,
     is_collision,
@@ -69,6 +70,7 @@ ACCEL, MAX_SPEED = 1.5, 1.0
 TREASURE_BOUND = 0.95
 OFF_MAP = -999.0  # where MPE2 keeps a picked-up treasure until it returns
 _FAR = 1e6  # MPE2 sorts treasures off the map by this, after every live one
+DRAW_TYPE = DRAW_Y + 1  # a treasure's type: its draw after those of its place
 TYPE_COLORS = ((0.212, 0.408, 0.776), (0.945, 0.553, 0.000), (0.169, 0.627, 0.173), (0.839, 0.149, 0.157),
                (0.580, 0.404, 0.741), (0.549, 0.337, 0.294))
 
@@ -140,7 +142,7 @@ def _drop_treasure(s, p, e, t):
     """Treasure t at a fresh place with a fresh type (MPE2 draws the place, then the type)."""
     j = p.num_agents + t
     place(s, e, j, TREASURE_BOUND)
-    s.treasure_type[e, t] = randint(s, e, j, 2, p.num_deposits)
+    s.treasure_type[e, t] = randint(s, e, j, DRAW_TYPE, p.num_deposits)
     s.treasure_alive[e, t] = 1
 
 

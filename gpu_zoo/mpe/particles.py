@@ -36,6 +36,11 @@ SENSITIVITY = 5.0
 DIM_C = 2
 """Length of a communication vector in the scenarios that carry one, spoken or not."""
 
+# Random draws (`gpu_zoo.core.rng`): an entity's place takes its draws DRAW_X and DRAW_Y; the env's
+# own draws (at agent index num_entities, past every entity) start with the goal landmark's.
+DRAW_X, DRAW_Y = 0, 1
+DRAW_GOAL = 0
+
 
 @dataclass(frozen=True)
 class World:
@@ -93,8 +98,8 @@ class World:
 @kernel_fn
 def place(s, e, j, half_width):
     """Entity j uniform in [-half_width, half_width]^2, at rest (MPE2's ``np_random.uniform``, another stream)."""
-    s.pos_x[e, j] = 2.0 * half_width * np.float64(uniform(s, e, j, 0)) - half_width
-    s.pos_y[e, j] = 2.0 * half_width * np.float64(uniform(s, e, j, 1)) - half_width
+    s.pos_x[e, j] = 2.0 * half_width * np.float64(uniform(s, e, j, DRAW_X)) - half_width
+    s.pos_y[e, j] = 2.0 * half_width * np.float64(uniform(s, e, j, DRAW_Y)) - half_width
 
 
 @kernel_fn
@@ -120,7 +125,7 @@ def place_landmarks(s, p, e):
 @kernel_fn
 def place_landmarks_and_goal(s, p, e):
     """`place_landmarks`, and one landmark drawn uniformly as ``s.goal`` (its entity index)."""
-    s.goal[e] = p.num_agents + randint(s, e, p.num_entities, 0, p.num_entities - p.num_agents)
+    s.goal[e] = p.num_agents + randint(s, e, p.num_entities, DRAW_GOAL, p.num_entities - p.num_agents)
     place_landmarks(s, p, e)
 
 

@@ -41,13 +41,14 @@ import numpy as np
 from gpu_zoo.core import EnvSpec, Field, Group, ObsBlock, PerAgent, PerEnv, PerObs, kernel_fn
 from gpu_zoo.core.rng import randint
 from gpu_zoo.mpe import particles
-from gpu_zoo.mpe.particles import place_landmarks, spawn
+from gpu_zoo.mpe.particles import DRAW_GOAL, place_landmarks, spawn
 from gpu_zoo.mpe.scenario import check_common
 
 DIM_C = 4  # this scenario's word length
 NUM_AGENTS, NUM_LANDMARKS = 3, 2
 SIZE = 0.05  # every entity's: MPE2's default
 EVE, BOB, ALICE = 0, 1, 2
+DRAW_KEY = DRAW_GOAL + 1  # the env's draw of the key, after the goal word's
 
 
 @dataclass(frozen=True)
@@ -99,8 +100,8 @@ def spawn_silent(s, p, e, a):
 @kernel_fn
 def draw_words(s, p, e):
     """The goal word, then the key, each a landmark's colour; then the landmarks' places (MPE2's order)."""
-    s.goal[e] = p.num_agents + randint(s, e, p.num_entities, 0, NUM_LANDMARKS)
-    s.key[e] = p.num_agents + randint(s, e, p.num_entities, 1, NUM_LANDMARKS)
+    s.goal[e] = p.num_agents + randint(s, e, p.num_entities, DRAW_GOAL, NUM_LANDMARKS)
+    s.key[e] = p.num_agents + randint(s, e, p.num_entities, DRAW_KEY, NUM_LANDMARKS)
     place_landmarks(s, p, e)
 
 

@@ -45,6 +45,7 @@ from gpu_zoo.mpe.targets import ShapeParams
 AGENT_SIZE, LANDMARK_SIZE = 0.03, 0.02
 TOTAL_SEP = 1.25  # the landmarks' distance
 TURN = np.float64(math.radians(5))  # MPE2's np.radians(5)
+DRAW_ANGLE = 0  # the second landmark's draw (it is not placed): its direction from the first
 
 
 def groups(p: ShapeParams):
@@ -69,7 +70,7 @@ def place_line(s, p, e):
     first, second = p.num_agents, p.num_agents + 1
     place(s, e, first, 0.25)
     x0, y0 = s.pos_x[e, first], s.pos_y[e, first]
-    theta = 2 * np.pi * np.float64(uniform(s, e, second, 0))
+    theta = 2 * np.pi * np.float64(uniform(s, e, second, DRAW_ANGLE))
     dx, dy = math.cos(theta), math.sin(theta)
     while not (abs(x0 + TOTAL_SEP * dx) < 1.0 and abs(y0 + TOTAL_SEP * dy) < 1.0):
         theta += TURN

@@ -89,6 +89,7 @@ _EPS = np.float32(1e-10)
 _ZERO = np.float32(0.0)
 _ONE = np.float32(1.0)
 _SEARCH_MARGIN = np.float32(1.0 - 1e-3)
+DRAW_X, DRAW_Y, DRAW_HEADING = 0, 1, 2  # an agent's random draws at its spawn (`gpu_zoo.core.rng`)
 FEATURES = ("rel_x", "rel_y", "rel_speed", "rel_acceleration", "rel_heading", "is_tagger", "alive")
 
 
@@ -231,9 +232,9 @@ def _level(idx, lo, hi, levels):
 @kernel_fn
 def spawn(s, p, e, a):
     L = p.grid_length
-    s.pos_x[e, a] = uniform(s, e, a, 0) * L
-    s.pos_y[e, a] = uniform(s, e, a, 1) * L
-    s.heading[e, a] = np.float32(randint(s, e, a, 2, 4)) * _HALF_PI
+    s.pos_x[e, a] = uniform(s, e, a, DRAW_X) * L
+    s.pos_y[e, a] = uniform(s, e, a, DRAW_Y) * L
+    s.heading[e, a] = np.float32(randint(s, e, a, DRAW_HEADING, 4)) * _HALF_PI
     s.speed[e, a] = _ZERO
     s.acceleration[e, a] = _ZERO
     s.tagged_by[e, a] = -1

@@ -57,6 +57,7 @@ from gpu_zoo.core.rng import randint
 
 _ZERO = np.float32(0.0)
 _ONE = np.float32(1.0)
+DRAW_X, DRAW_Y = 0, 1  # an agent's random draws at a random start (`gpu_zoo.core.rng`)
 
 
 @dataclass(frozen=True)
@@ -106,8 +107,8 @@ def fields(p: GridTagParams) -> tuple[Field, ...]:
 @kernel_fn
 def spawn(s, p, e, a):
     if p.random_start:
-        s.x[e, a] = randint(s, e, a, 0, p.grid_length + 1)
-        s.y[e, a] = randint(s, e, a, 1, p.grid_length + 1)
+        s.x[e, a] = randint(s, e, a, DRAW_X, p.grid_length + 1)
+        s.y[e, a] = randint(s, e, a, DRAW_Y, p.grid_length + 1)
     elif a < p.tagger_hi:
         s.x[e, a] = p.grid_length // 2
         s.y[e, a] = p.grid_length // 2

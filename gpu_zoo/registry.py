@@ -25,6 +25,7 @@ _ENTRIES: dict[str, str] = {
     "gather_trade_build_v0": "gpu_zoo.economy.gather_trade_build:SPEC",
     "connect_four_v3": "gpu_zoo.classic.connect_four:SPEC",
     "tictactoe_v3": "gpu_zoo.classic.tictactoe:SPEC",
+    "go_v5": "gpu_zoo.classic.go:SPEC",
 }
 
 

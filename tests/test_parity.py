@@ -52,6 +52,7 @@ CASES = {
     # a short limit on connect four: games cut short (truncated) beside won and illegal ones
     "connect_four": ("connect_four_v3", dict(max_cycles=12)),
     "tictactoe": ("tictactoe_v3", PZ_CONFIGS["tictactoe_v3"]),
+    "go": ("go_v5", dict(board_size=9, max_cycles=12)),
 }
 
 

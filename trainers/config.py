@@ -303,6 +303,9 @@ PRESETS: dict[str, Args] = {
                             gamma=1.0, ent_coef=0.01, hidden=128),
     "tictactoe_v3": Args(env_id="tictactoe_v3", num_envs=1024, num_steps=18, total_env_steps=5_000_000,
                          gamma=1.0, ent_coef=0.01),
+    # go on 9 x 9, games cut at 200 moves (a random game runs to hundreds)
+    "go_v5": Args(env_id="go_v5", env_kwargs=dict(board_size=9, max_cycles=200), num_envs=512, num_steps=64,
+                  total_env_steps=20_000_000, gamma=1.0, ent_coef=0.01, hidden=256),
     # The AI Economist: workers and the planner trained together over long episodes.
     "gather_trade_build_v0": Args(
         env_id="gather_trade_build_v0", num_envs=64, num_steps=200, total_env_steps=10_000_000,

@@ -180,7 +180,7 @@ def _observation_space(gi) -> gymnasium.spaces.Space:
     dtype = np.dtype(OBS_DTYPES[g.obs_dtype])
     shape = g.obs_shape or (g.obs_size,)
     low, high = g.obs_low, g.obs_high
-    if dtype.kind == "i":  # an integer Box takes integer bounds (PettingZoo's boards: 0 and 1)
+    if dtype.kind in "ib":  # an integer or bool Box takes integer bounds (PettingZoo's boards: 0 and 1)
         low, high = int(low), int(high)
     obs = gymnasium.spaces.Box(low, high, shape, dtype)
     if not g.masked:

@@ -19,7 +19,7 @@ from .params import check_count, checked
 from .tuning import Tuning
 
 DTYPES = ("f64", "f32", "i32", "u8")
-OBS_DTYPES = {"f32": "float32", "i8": "int8"}  # what a group's observations are in the PettingZoo face
+OBS_DTYPES = {"f32": "float32", "i8": "int8", "bool": "bool"}  # what a group's observations are in the PettingZoo face
 
 
 @dataclass(frozen=True)
@@ -105,8 +105,8 @@ class Group:
     """The shape the PettingZoo face gives one observation (the row read in C order), where it is not
     the flat ``(obs_size,)``: a board's ``(rows, cols, planes)``. The batched face keeps flat rows."""
     obs_dtype: str = "f32"
-    """The dtype the PettingZoo face gives observations: ``"f32"``, or ``"i8"`` for boards of 0/1
-    planes (the kernels still compute float32 values, which must then be whole numbers in int8's range)."""
+    """The dtype the PettingZoo face gives observations: ``"f32"``, or ``"i8"`` or ``"bool"`` for boards of
+    0/1 planes (the kernels still compute float32 values, which must then be 0 or 1)."""
 
     def __post_init__(self):
         if self.agent_names is not None:

@@ -1,4 +1,4 @@
-"""Connect four and tic-tac-toe against PettingZoo's own envs, move for move over whole games.
+"""Connect four, tic-tac-toe and go against PettingZoo's own envs, move for move over whole games.
 
 Every face: ``env()`` (PettingZoo's wrappers, illegal moves included), ``raw_env()`` (legal moves),
 and the batched face, whose games are each replayed in a PettingZoo env beside it. After every
@@ -10,85 +10,40 @@ import numpy as np
 import pytest
 import torch
 
-from gpu_zoo.classic import connect_four_v3, tictactoe_v3
+from gpu_zoo.classic import connect_four_v3, go_v5, tictactoe_v3
 from gpu_zoo.testing.check import assert_same_state
-from tests.helpers import reference
+from tests.classic.helpers import pettingzoo_module, play_along, random_moves, scripted
 
-OURS = {"connect_four_v3": connect_four_v3, "tictactoe_v3": tictactoe_v3}
-
-
-def pettingzoo_module(env_id):
-    return reference(f"pettingzoo.classic.{env_id}")
+OURS = {"connect_four_v3": connect_four_v3, "tictactoe_v3": tictactoe_v3, "go_v5": go_v5}
+KWARGS = {"go_v5": dict(board_size=9)}  # the same arguments to ours and to PettingZoo's
+GAMES = {"go_v5": 8}  # games per test (go's are long), else 40
 
 
-def assert_same_position(ours, ref, where):
-    assert ours.agent_selection == ref.agent_selection, f"{where}: agent_selection"
-    assert ours.agents == ref.agents, f"{where}: agents"
-    for attr in ("rewards", "_cumulative_rewards", "terminations", "truncations", "infos"):
-        assert getattr(ours, attr) == getattr(ref, attr), f"{where}: {attr} {getattr(ours, attr)} {getattr(ref, attr)}"
-    for agent in ref.possible_agents:
-        a, b = ours.observe(agent), ref.observe(agent)
-        for key in ("observation", "action_mask"):
-            assert a[key].dtype == b[key].dtype and a[key].shape == b[key].shape, f"{where}: {agent}'s {key} type"
-            assert np.array_equal(a[key], b[key]), f"{where}: {agent}'s {key}\n{a[key]}\n{b[key]}"
-
-
-def play_along(ours, ref, moves, seed=0):
-    """Both envs through one game: ``moves(agent, obs)`` picks each move; returns the number of moves made."""
-    ours.reset(seed=seed)
-    ref.reset(seed=seed)
-    made = 0
-    for agent in ref.agent_iter():
-        assert_same_position(ours, ref, f"before move {made}")
-        obs, _, term, trunc, _ = ref.last()
-        mine = ours.last()
-        assert mine[1:4] == (ref.last()[1:4]), f"last() after {made} moves"
-        action = None if term or trunc else moves(agent, obs)
-        ours.step(action)
-        ref.step(action)
-        made += action is not None
-    assert ours.agents == [] and ours.rewards == ref.rewards
-    return made
-
-
-def random_moves(seed, illegal_share=0.0):
-    rng = np.random.default_rng(seed)
-
-    def pick(agent, obs):
-        if rng.random() < illegal_share:
-            return int(rng.integers(obs["action_mask"].size))  # any move: sometimes an illegal one
-        return int(rng.choice(np.flatnonzero(obs["action_mask"])))
-
-    return pick
-
-
-def scripted(sequence):
-    it = iter(sequence)
-    return lambda agent, obs: next(it)
+def pair(env_id, face="env"):
+    """Ours and PettingZoo's env of ``env_id``, built alike."""
+    kw = KWARGS.get(env_id, {})
+    return getattr(OURS[env_id], face)(**kw), getattr(pettingzoo_module(env_id), face)(**kw)
 
 
 @pytest.mark.parametrize("env_id", sorted(OURS))
 def test_random_legal_games_match(env_id):
-    ref_mod = pettingzoo_module(env_id)
-    ours, ref = OURS[env_id].env(), ref_mod.env()
-    for game in range(40):
+    ours, ref = pair(env_id)
+    for game in range(GAMES.get(env_id, 40)):
         play_along(ours, ref, random_moves(game), seed=game)
 
 
 @pytest.mark.parametrize("env_id", sorted(OURS))
 def test_random_games_with_illegal_moves_match(env_id):
     """PettingZoo's TerminateIllegalWrapper ends them: -1 to the mover, every agent terminated and truncated."""
-    ref_mod = pettingzoo_module(env_id)
-    ours, ref = OURS[env_id].env(), ref_mod.env()
-    for game in range(40):
-        play_along(ours, ref, random_moves(100 + game, illegal_share=0.3), seed=game)
+    ours, ref = pair(env_id)
+    for game in range(GAMES.get(env_id, 40)):
+        play_along(ours, ref, random_moves(100 + game, illegal_share=0.3 if env_id != "go_v5" else 0.02), seed=game)
 
 
 @pytest.mark.parametrize("env_id", sorted(OURS))
 def test_raw_envs_match(env_id):
-    ref_mod = pettingzoo_module(env_id)
-    ours, ref = OURS[env_id].raw_env(), ref_mod.raw_env()
-    for game in range(10):
+    ours, ref = pair(env_id, "raw_env")
+    for game in range(min(10, GAMES.get(env_id, 40))):
         play_along(ours, ref, random_moves(200 + game), seed=game)
 
 
@@ -134,22 +89,24 @@ def test_a_drawn_connect_four_game_matches():
 def test_batched_games_each_match_pettingzoo(env_id):
     """Many games at once, each replayed in a PettingZoo env; illegal moves end them as PettingZoo's env() does."""
     ref_mod = pettingzoo_module(env_id)
-    n = 24
-    env = OURS[env_id].batched_env(n, device="cpu", autoreset=False)
+    n, kw = 24, KWARGS.get(env_id, {})
+    env = OURS[env_id].batched_env(n, device="cpu", autoreset=False, **kw)
     env.reset(seed=0)
-    refs = [ref_mod.env() for _ in range(n)]
+    refs = [ref_mod.env(**kw) for _ in range(n)]
     for r in refs:
         r.reset()
     rng = np.random.default_rng(1)
     size = env.single_action_space("player").n
     over = np.zeros(n, bool)
-    for move in range(env.params.max_cycles):
+    for move in range(2000):
+        if over.all():
+            break
         acts = torch.as_tensor(rng.integers(size, size=(n, 2)), dtype=torch.int32)
         legal = env.action_masks["player"].clone()
         for e in range(n):
             mover = int(env.current_player[e])
             assert over[e] or refs[e].agent_selection == refs[e].possible_agents[mover], f"env {e}, move {move}"
-            if not over[e] and rng.random() < 0.8:  # mostly legal moves
+            if not over[e] and rng.random() < (0.8 if env_id != "go_v5" else 0.995):  # mostly legal moves
                 acts[e, mover] = int(rng.choice(np.flatnonzero(legal[e, mover].numpy())))
         env.step({"player": acts})
         rew, term = env.rewards["player"].numpy(), env.terminated["player"].numpy()
@@ -179,7 +136,9 @@ def test_batched_games_each_match_pettingzoo(env_id):
 @pytest.mark.parametrize("env_id", sorted(OURS))
 def test_illegal_moves_agree_on_cpu_and_cuda(env_id, cuda_device):
     """Moves drawn over every column or square, the masks ignored: both targets end the same games alike."""
-    envs = [OURS[env_id].batched_env(3, device="cpu"), OURS[env_id].batched_env(3, device=cuda_device, target="cuda")]
+    kw = KWARGS.get(env_id, {})
+    envs = [OURS[env_id].batched_env(3, device="cpu", **kw),
+            OURS[env_id].batched_env(3, device=cuda_device, target="cuda", **kw)]
     for env in envs:
         env.reset(seed=3)
     gen = torch.Generator().manual_seed(5)

@@ -1,0 +1,132 @@
+"""PettingZoo's board games: gpu_zoo's batched face against pgx, random legal moves, in one run.
+
+    python -m benchmarks.classic_speed --label h100 --out benchmarks/results/
+    python -m benchmarks.classic_speed --sizes 4096 65536 --steps 200 --games tictactoe_v3
+
+Both sides play one move per env per step with auto-reset, legal moves drawn uniformly on the
+device: gpu_zoo as ``env.sample_actions(gen, out=env.actions); env.step()`` (the step a replayed
+CUDA graph), pgx as ``jax.jit(jax.vmap(auto_reset(env.step, env.init)))`` with the move drawn by
+``jax.random.categorical`` over its legal-action mask, ``steps`` moves fused in one ``lax.scan``
+(pgx's best case: no Python between moves). Each figure is the best of ``repeats`` timed runs
+after a warm-up run. Bytes per env-step are what gpu_zoo's step kernel reads and writes of its
+state and buffers at the least (every word of an env's state once each way), and the share of
+the GPU's memory bandwidth they reach at the measured rate.
+
+Records (one JSON object per line) go to ``classic_speed_<label>.jsonl``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+import torch
+
+GAMES = {"connect_four_v3": "connect_four", "tictactoe_v3": "tic_tac_toe"}  # gpu_zoo id -> pgx id
+SCHEMA = "gpu_zoo.classic_speed/1"
+
+
+def gpu_zoo_rate(env_id: str, num_envs: int, steps: int, repeats: int) -> tuple[float, int]:
+    """(env-steps per second, bytes of state per env) of gpu_zoo's batched face on the GPU."""
+    import gpu_zoo
+
+    env = gpu_zoo.make(env_id, num_envs=num_envs, device="cuda", validate=False)
+    env.reset(seed=0)
+    gen = torch.Generator("cuda").manual_seed(0)
+
+    def run():
+        for _ in range(steps):
+            env.sample_actions(gen, out=env.actions)
+            env.step()
+
+    run()
+    best = float("inf")
+    for _ in range(repeats):
+        torch.cuda.synchronize()
+        start = time.perf_counter()
+        run()
+        torch.cuda.synchronize()
+        best = min(best, time.perf_counter() - start)
+    return num_envs * steps / best, 4 * env.layout.words_per_env
+
+
+def pgx_rate(game: str, num_envs: int, steps: int, repeats: int) -> float:
+    """Env-steps per second of pgx's ``game`` under ``jit(vmap(auto_reset(step)))``, moves fused in a scan."""
+    import jax
+    import jax.numpy as jnp
+    import pgx
+    from pgx.experimental import auto_reset
+
+    env = pgx.make(game)
+    init = jax.jit(jax.vmap(env.init))
+    step = jax.vmap(auto_reset(env.step, env.init))
+
+    def move(carry, _):
+        state, key = carry
+        key, pick, reset = jax.random.split(key, 3)
+        logits = jnp.where(state.legal_action_mask, 0.0, -jnp.inf)
+        action = jax.random.categorical(pick, logits, axis=-1)
+        state = step(state, action, jax.random.split(reset, num_envs))
+        return (state, key), None
+
+    @jax.jit
+    def run(state, key):
+        return jax.lax.scan(move, (state, key), None, length=steps)[0]
+
+    carry = run(init(jax.random.split(jax.random.PRNGKey(0), num_envs)), jax.random.PRNGKey(1))
+    jax.block_until_ready(carry)
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.perf_counter()
+        carry = run(*carry)
+        jax.block_until_ready(carry)
+        best = min(best, time.perf_counter() - start)
+    return num_envs * steps / best
+
+
+def bandwidth() -> float:
+    """The GPU's memory bandwidth in bytes/s, from a device-to-device copy (read plus write)."""
+    x = torch.empty(1 << 30, dtype=torch.uint8, device="cuda")
+    y = torch.empty_like(x)
+    y.copy_(x)
+    torch.cuda.synchronize()
+    start = time.perf_counter()
+    for _ in range(10):
+        y.copy_(x)
+    torch.cuda.synchronize()
+    return 2 * 10 * x.numel() / (time.perf_counter() - start)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.classic_speed", description=__doc__.splitlines()[0])
+    ap.add_argument("--games", nargs="+", default=list(GAMES), choices=list(GAMES))
+    ap.add_argument("--sizes", nargs="+", type=int, default=[4096, 65536, 1 << 20])
+    ap.add_argument("--steps", type=int, default=100, help="moves per timed run")
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--no-pgx", action="store_true", help="gpu_zoo alone")
+    ap.add_argument("--label", default="local")
+    ap.add_argument("--out", type=Path, default=None, help="folder for classic_speed_<label>.jsonl")
+    ns = ap.parse_args(argv)
+    peak = bandwidth()
+    records = []
+    for env_id in ns.games:
+        for n in ns.sizes:
+            ours, state_bytes = gpu_zoo_rate(env_id, n, ns.steps, ns.repeats)
+            theirs = None if ns.no_pgx else pgx_rate(GAMES[env_id], n, ns.steps, ns.repeats)
+            moved = 2 * state_bytes  # every byte of an env's state read and written once per step, at the least
+            rec = {"schema": SCHEMA, "env": env_id, "num_envs": n, "gpu_zoo_steps_per_s": ours,
+                   "pgx_steps_per_s": theirs, "ratio": None if theirs is None else ours / theirs,
+                   "bytes_per_env_step": moved, "bandwidth_share": ours * moved / peak,
+                   "gpu": torch.cuda.get_device_name(), "label": ns.label}
+            records.append(rec)
+            print(json.dumps(rec), flush=True)
+    if ns.out is not None:
+        ns.out.mkdir(parents=True, exist_ok=True)
+        with open(ns.out / f"classic_speed_{ns.label}.jsonl", "w") as fh:
+            fh.writelines(json.dumps(r) + "\n" for r in records)
+
+
+if __name__ == "__main__":
+    main()

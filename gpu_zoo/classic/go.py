@@ -75,7 +75,8 @@ def groups(p: GoParams) -> tuple[Group, ...]:
     planes = ObsBlock("planes", n * n * PLANES, f"({n}, {n}, {PLANES}): eight boards of history, then the colour",
                       fill=plane)
     return (Group("player", 2, (planes,), gymnasium.spaces.Discrete(n * n + 1), obs_low=0.0, obs_high=1.0,
-                  masked=True, agent_names=("black_0", "white_0"), obs_shape=(n, n, PLANES), obs_dtype="bool"),)
+                  masked=True, agent_names=("black_0", "white_0"),
+                  obs_space=gymnasium.spaces.Box(0, 1, (n, n, PLANES), bool)),)
 
 
 def fields(p: GoParams) -> tuple[Field, ...]:

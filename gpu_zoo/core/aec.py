@@ -21,13 +21,13 @@ from pettingzoo.utils import wrappers
 
 from .batched import BatchedEnv, check_seed
 from .pettingzoo import Window, check_render_mode
-from .spec import OBS_DTYPES, EnvSpec
+from .spec import EnvSpec, Group
 
 
 class GpuZooAECEnv(AECEnv):
     """A PettingZoo ``AECEnv`` over one environment of a turn-based gpu_zoo spec.
 
-    Observations are PettingZoo's: the group's ``obs_shape`` and ``obs_dtype``, and for a masked
+    Observations are PettingZoo's: in the group's ``obs_space`` (`pettingzoo_observation`), and for a masked
     group a dict ``{"observation": ..., "action_mask": int8}`` whose mask is the legal moves for
     the agent to move and zeros for every other agent.
 
@@ -149,11 +149,8 @@ class GpuZooAECEnv(AECEnv):
         """One copy from the device per reset or step: what observe and step then read."""
         env, layout = self._env, self._env.layout
         f = env.state
-        obs = {}
-        for g, t in env.obs.items():
-            group = layout.groups[g].group
-            shape = (group.count, *(group.obs_shape or (group.obs_size,)))
-            obs[g] = t[0].cpu().numpy().reshape(shape).astype(OBS_DTYPES[group.obs_dtype])
+        obs = {g: [pettingzoo_observation(layout.groups[g].group, row) for row in t[0].cpu().numpy()]
+               for g, t in env.obs.items()}
         self._host = {
             "obs": obs,
             "mask": {g: m[0].cpu().numpy().astype(np.int8) for g, m in env.action_masks.items()},
@@ -175,14 +172,19 @@ class GpuZooAECEnv(AECEnv):
         self._window.close()
 
 
+def pettingzoo_observation(group: Group, row: np.ndarray):
+    """One agent's flat float32 row as the PettingZoo faces give it: in the group's ``obs_space`` if it has one."""
+    sp = group.obs_space
+    if isinstance(sp, gymnasium.spaces.Discrete):
+        return np.array(int(row[0]), dtype=np.int64)
+    if isinstance(sp, gymnasium.spaces.Box):
+        return row.reshape(sp.shape).astype(sp.dtype)
+    return row.copy()
+
+
 def _observation_space(gi) -> gymnasium.spaces.Space:
     g = gi.group
-    dtype = np.dtype(OBS_DTYPES[g.obs_dtype])
-    shape = g.obs_shape or (g.obs_size,)
-    low, high = g.obs_low, g.obs_high
-    if dtype.kind in "ib":  # an integer or bool Box takes integer bounds (PettingZoo's boards: 0 and 1)
-        low, high = int(low), int(high)
-    obs = gymnasium.spaces.Box(low, high, shape, dtype)
+    obs = copy.deepcopy(g.obs_space) if g.obs_space is not None else gi.observation_space
     if not g.masked:
         return obs
     mask = gymnasium.spaces.Box(0, 1, (gi.mask_size,), np.int8)

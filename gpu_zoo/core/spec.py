@@ -19,7 +19,6 @@ from .params import check_count, checked
 from .tuning import Tuning
 
 DTYPES = ("f64", "f32", "i32", "u8")
-OBS_DTYPES = {"f32": "float32", "i8": "int8", "bool": "bool"}  # what a group's observations are in the PettingZoo face
 
 
 @dataclass(frozen=True)
@@ -101,12 +100,12 @@ class Group:
     agent_names: tuple[str, ...] | None = None
     """PettingZoo's names of the agents, where they are not ``f"{name}_{i}"`` (tic-tac-toe's
     ``player_1``, ``player_2``)."""
-    obs_shape: tuple[int, ...] | None = None
-    """The shape the PettingZoo face gives one observation (the row read in C order), where it is not
-    the flat ``(obs_size,)``: a board's ``(rows, cols, planes)``. The batched face keeps flat rows."""
-    obs_dtype: str = "f32"
-    """The dtype the PettingZoo face gives observations: ``"f32"``, or ``"i8"`` or ``"bool"`` for boards of
-    0/1 planes (the kernels still compute float32 values, which must then be 0 or 1)."""
+    obs_space: gymnasium.spaces.Space | None = None
+    """The space the PettingZoo faces give one observation in, where it is not the batched face's flat
+    float32 ``Box``: a ``Box`` of the same number of values (the row read in C order, cast to its
+    dtype: a board's ``(rows, cols, planes)`` of int8 or bool 0/1 planes), or a ``Discrete`` for a
+    one-value observation (rock-paper-scissors' last move). The kernels compute float32 values
+    either way, which must then be whole numbers the space contains."""
 
     def __post_init__(self):
         if self.agent_names is not None:
@@ -116,15 +115,11 @@ class Group:
                 raise ValueError(f"group {self.name!r}: agent_names must be {self.count} distinct non-empty strs, "
                                  f"got {self.agent_names!r}")
             object.__setattr__(self, "agent_names", names)
-        if self.obs_shape is not None:
-            shape = tuple(self.obs_shape)
-            if not all(isinstance(n, int) and n > 0 for n in shape) or math.prod(shape) != self.obs_size:
-                raise ValueError(f"group {self.name!r}: obs_shape must be positive ints whose product is the "
-                                 f"observation's {self.obs_size} values, got {self.obs_shape!r}")
-            object.__setattr__(self, "obs_shape", shape)
-        if self.obs_dtype not in OBS_DTYPES:
-            raise ValueError(f"group {self.name!r}: obs_dtype must be one of {tuple(OBS_DTYPES)}, "
-                             f"got {self.obs_dtype!r}")
+        sp = self.obs_space
+        if sp is not None and not (isinstance(sp, gymnasium.spaces.Box) and math.prod(sp.shape) == self.obs_size
+                                   or isinstance(sp, gymnasium.spaces.Discrete) and self.obs_size == 1):
+            raise ValueError(f"group {self.name!r}: obs_space must be a Box of the observation's {self.obs_size} "
+                             f"values, or a Discrete for an observation of one value; got {sp!r}")
 
     @property
     def obs_size(self) -> int:

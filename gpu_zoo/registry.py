@@ -26,6 +26,7 @@ _ENTRIES: dict[str, str] = {
     "connect_four_v3": "gpu_zoo.classic.connect_four:SPEC",
     "tictactoe_v3": "gpu_zoo.classic.tictactoe:SPEC",
     "go_v5": "gpu_zoo.classic.go:SPEC",
+    "rps_v2": "gpu_zoo.classic.rps:SPEC",
 }
 
 

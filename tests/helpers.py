@@ -36,6 +36,7 @@ PZ_CONFIGS = {
     "connect_four_v3": dict(max_cycles=42),  # the defaults (42 and 9 moves fill the boards)
     "tictactoe_v3": dict(max_cycles=9),
     "go_v5": dict(board_size=9, max_cycles=30),  # the comparisons' board; games cut short
+    "rps_v2": dict(max_cycles=15),
 }
 # The economy with the AI Economist's fixed skills and starts, short, and the period's income observed: the
 # rule and parity tests share its compile (the default observations are the other configurations').

@@ -53,6 +53,7 @@ CASES = {
     "connect_four": ("connect_four_v3", dict(max_cycles=12)),
     "tictactoe": ("tictactoe_v3", PZ_CONFIGS["tictactoe_v3"]),
     "go": ("go_v5", dict(board_size=9, max_cycles=12)),
+    "rps": ("rps_v2", dict(num_actions=5, max_cycles=4)),
 }
 
 

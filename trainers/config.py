@@ -303,6 +303,8 @@ PRESETS: dict[str, Args] = {
                             gamma=1.0, ent_coef=0.01, hidden=128),
     "tictactoe_v3": Args(env_id="tictactoe_v3", num_envs=1024, num_steps=18, total_env_steps=5_000_000,
                          gamma=1.0, ent_coef=0.01),
+    # rock-paper-scissors, both players one policy: against itself the best it can do is play uniformly
+    "rps_v2": Args(env_id="rps_v2", num_envs=1024, num_steps=15, total_env_steps=2_000_000),
     # go on 9 x 9, games cut at 200 moves (a random game runs to hundreds)
     "go_v5": Args(env_id="go_v5", env_kwargs=dict(board_size=9, max_cycles=200), num_envs=512, num_steps=64,
                   total_env_steps=20_000_000, gamma=1.0, ent_coef=0.01, hidden=256),

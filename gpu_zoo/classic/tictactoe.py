@@ -151,5 +151,5 @@ SPEC = EnvSpec(
     constants=constants,
     render=render,
     module=__name__,
-    turn_based=True,
+    play="turns",
 )

@@ -1,12 +1,16 @@
-"""PettingZoo's AEC face of a turn-based env: agents move one at a time, as in PettingZoo's classic games.
+"""PettingZoo's AEC faces of games whose agents move one at a time, as in PettingZoo's classic games.
 
-A turn-based spec (``EnvSpec(turn_based=True)``) keeps the agent to move in its state
+A turn-based spec (``EnvSpec(play="turns")``) keeps the agent to move in its state
 (``current_player``). This face runs one such env (a `BatchedEnv` of one, no auto-reset) and
 follows that field as ``agent_selection``; everything else is PettingZoo's own `AECEnv`
 bookkeeping (``last``, ``_was_dead_step``, ``_accumulate_rewards``), so finished agents step out
 with ``None`` exactly as in PettingZoo's envs. ``env()`` wraps it in PettingZoo's own wrappers, as
 PettingZoo's classic modules do: an illegal move then ends the game through
 `TerminateIllegalWrapper`, with PettingZoo's rewards and ``agent_selection``.
+
+A simultaneous game that PettingZoo writes as an AEC env played in rounds (rock-paper-scissors)
+gets `GpuZooRoundsEnv` instead: the batched face steps a whole round at once, the AEC face takes
+the round's moves one agent after another.
 """
 
 from __future__ import annotations
@@ -17,34 +21,26 @@ import gymnasium
 import numpy as np
 import torch
 from pettingzoo import AECEnv
-from pettingzoo.utils import wrappers
+from pettingzoo.utils import AgentSelector, wrappers
+from pettingzoo.utils.conversions import parallel_wrapper_fn
 
 from .batched import BatchedEnv, check_seed
 from .pettingzoo import Window, check_render_mode
 from .spec import EnvSpec, Group
 
 
-class GpuZooAECEnv(AECEnv):
-    """A PettingZoo ``AECEnv`` over one environment of a turn-based gpu_zoo spec.
+class _OneEnvAEC(AECEnv):
+    """What both AEC faces share: one env of a spec, its agents and spaces, and PettingZoo's bookkeeping.
 
-    Observations are PettingZoo's: in the group's ``obs_space`` (`pettingzoo_observation`), and for a masked
-    group a dict ``{"observation": ..., "action_mask": int8}`` whose mask is the legal moves for
-    the agent to move and zeros for every other agent.
-
-    Args:
-        spec: the environment's `EnvSpec` (``turn_based=True``).
-        render_mode: ``None``, ``"rgb_array"`` or ``"human"`` (a pygame window).
-        device: where the single environment runs; the CPU by default.
-        **params: the environment's constructor arguments.
+    The env is a `BatchedEnv` of one without auto-reset; moves are checked before they reach it, and
+    its state is copied from the device once a step.
     """
 
     def __init__(self, spec: EnvSpec, render_mode: str | None = None, device="cpu", **params):
         super().__init__()
-        if not spec.turn_based:
-            raise ValueError(f"{spec.id} is not turn-based: its PettingZoo face is gpu_zoo.core.pettingzoo's")
         self.render_mode = check_render_mode(render_mode)
-        self.metadata = {"render_modes": ["human", "rgb_array"], "name": spec.id, "is_parallelizable": False,
-                         "render_fps": 2}
+        self.metadata = {"render_modes": ["human", "rgb_array"], "name": spec.id,
+                         "is_parallelizable": not spec.turn_based, "render_fps": 2}
         self._env = BatchedEnv(spec, 1, device=device, autoreset=False, validate=False, **params)
         layout = self._env.layout
         self._slots = {}  # agent -> (group, index in group, global index)
@@ -75,7 +71,6 @@ class GpuZooAECEnv(AECEnv):
             raise ValueError(f"unknown agent {agent!r}; agents are {self.possible_agents}")
         return agent
 
-    # ------------------------------------------------------------------ API
     def reset(self, seed: int | None = None, options: dict | None = None):
         seed = check_seed(seed)  # before anything changes: a refused seed leaves the game as it was
         self._env.reset(seed=seed)
@@ -86,6 +81,84 @@ class GpuZooAECEnv(AECEnv):
         self.terminations = dict.fromkeys(self.agents, False)
         self.truncations = dict.fromkeys(self.agents, False)
         self.infos = {a: {} for a in self.agents}
+
+    def _check_action(self, agent, action) -> int:
+        """The move as an int; one outside the agent's space or not legal now is refused, naming what is expected."""
+        space = self._act_spaces[agent]
+        if isinstance(action, bool | np.bool_) or not isinstance(action, int | np.integer) \
+                and not (isinstance(action, np.ndarray) and action.shape == () and action.dtype.kind in "iu"):
+            raise ValueError(f"action for {agent!r} must be an int in {space}, got {action!r}")
+        value = int(action)
+        if not space.contains(np.int64(value)):
+            raise ValueError(f"action for {agent!r} must be an element of {space}, got {value}")
+        obs = self.observe(agent)
+        if isinstance(obs, dict) and not obs["action_mask"][value]:
+            legal = np.flatnonzero(obs["action_mask"]).tolist()
+            raise ValueError(f"action {value} is not legal for {agent!r} now; the legal actions are {legal}")
+        return value
+
+    def _step_env(self, moves: dict[str, int]):
+        """One step of the env with these agents' moves; PettingZoo's dicts then hold its rewards and ends."""
+        batch = {name: v.copy() for name, v in self._noop.items()}
+        for agent, move in moves.items():
+            g, i, _ = self._slots[agent]
+            batch[g][0, i] = move
+        env = self._env
+        env.step({name: torch.from_numpy(v).to(env.device) for name, v in batch.items()})
+        self._copy_out()
+        rew, term, trunc = self._host["rew"], self._host["term"], self._host["trunc"]
+        self.rewards = {a: float(rew[self._slots[a][2]]) for a in self.agents}
+        self.terminations = {a: bool(term[self._slots[a][2]]) for a in self.agents}
+        self.truncations = {a: bool(trunc[self._slots[a][2]]) for a in self.agents}
+
+    def _copy_out(self):
+        """One copy from the device per reset or step: what observe and step then read."""
+        env, layout = self._env, self._env.layout
+        f = env.state
+        obs = {g: [pettingzoo_observation(layout.groups[g].group, row) for row in t[0].cpu().numpy()]
+               for g, t in env.obs.items()}
+        self._host = {
+            "obs": obs,
+            "mask": {g: m[0].cpu().numpy().astype(np.int8) for g, m in env.action_masks.items()},
+            "rew": f.rew[0].cpu().numpy(), "term": f.term[0].cpu().numpy(), "trunc": f.trunc[0].cpu().numpy(),
+            "current_player": int(f.current_player[0]) if env.spec.turn_based else None,
+        }
+
+    def render(self):
+        if self.render_mode is None:
+            gymnasium.logger.warn("render() called without a render_mode; pass render_mode='rgb_array'")
+            return None
+        frame = self._env.render(0)
+        if self.render_mode == "rgb_array":
+            return frame
+        self._window.show(frame)
+        return None
+
+    def close(self):
+        self._window.close()
+
+
+class GpuZooAECEnv(_OneEnvAEC):
+    """A PettingZoo ``AECEnv`` over one environment of a turn-based gpu_zoo spec.
+
+    Observations are PettingZoo's: in the group's ``obs_space`` (`pettingzoo_observation`), and for a masked
+    group a dict ``{"observation": ..., "action_mask": int8}`` whose mask is the legal moves for
+    the agent to move and zeros for every other agent.
+
+    Args:
+        spec: the environment's `EnvSpec` (``play="turns"``).
+        render_mode: ``None``, ``"rgb_array"`` or ``"human"`` (a pygame window).
+        device: where the single environment runs; the CPU by default.
+        **params: the environment's constructor arguments.
+    """
+
+    def __init__(self, spec: EnvSpec, render_mode: str | None = None, device="cpu", **params):
+        if not spec.turn_based:
+            raise ValueError(f"{spec.id} is not turn-based: its AEC face is GpuZooRoundsEnv, or parallel_to_aec")
+        super().__init__(spec, render_mode, device, **params)
+
+    def reset(self, seed: int | None = None, options: dict | None = None):
+        super().reset(seed, options)
         self.agent_selection = self._mover()
         if self.render_mode == "human":
             self.render()
@@ -113,63 +186,62 @@ class GpuZooAECEnv(AECEnv):
         agent = self.agent_selection
         if self.terminations[agent] or self.truncations[agent]:
             return self._was_dead_step(action)
-        g, i, _ = self._slots[agent]
-        batch = {name: v.copy() for name, v in self._noop.items()}
-        batch[g][0, i] = self._check_action(agent, action)
-        env = self._env
-        env.step({name: torch.from_numpy(v).to(env.device) for name, v in batch.items()})
-        self._copy_out()
-        rew, term, trunc = self._host["rew"], self._host["term"], self._host["trunc"]
-        self.rewards = {a: float(rew[self._slots[a][2]]) for a in self.agents}
-        self.terminations = {a: bool(term[self._slots[a][2]]) for a in self.agents}
-        self.truncations = {a: bool(trunc[self._slots[a][2]]) for a in self.agents}
+        self._step_env({agent: self._check_action(agent, action)})
         self.agent_selection = self._mover()
         self._accumulate_rewards()
         if self.render_mode == "human":
             self.render()
 
-    def _check_action(self, agent, action) -> int:
-        space = self._act_spaces[agent]
-        if isinstance(action, bool | np.bool_) or not isinstance(action, int | np.integer) \
-                and not (isinstance(action, np.ndarray) and action.shape == () and action.dtype.kind in "iu"):
-            raise ValueError(f"action for {agent!r} must be an int in {space}, got {action!r}")
-        value = int(action)
-        if not space.contains(np.int64(value)):
-            raise ValueError(f"action for {agent!r} must be an element of {space}, got {value}")
-        obs = self.observe(agent)
-        if isinstance(obs, dict) and not obs["action_mask"][value]:
-            legal = np.flatnonzero(obs["action_mask"]).tolist()
-            raise ValueError(f"action {value} is not legal for {agent!r} now; the legal actions are {legal}")
-        return value
-
     def _mover(self) -> str:
         return self.possible_agents[self._host["current_player"]]
 
-    def _copy_out(self):
-        """One copy from the device per reset or step: what observe and step then read."""
-        env, layout = self._env, self._env.layout
-        f = env.state
-        obs = {g: [pettingzoo_observation(layout.groups[g].group, row) for row in t[0].cpu().numpy()]
-               for g, t in env.obs.items()}
-        self._host = {
-            "obs": obs,
-            "mask": {g: m[0].cpu().numpy().astype(np.int8) for g, m in env.action_masks.items()},
-            "rew": f.rew[0].cpu().numpy(), "term": f.term[0].cpu().numpy(), "trunc": f.trunc[0].cpu().numpy(),
-            "current_player": int(f.current_player[0]),
-        }
 
-    def render(self):
-        if self.render_mode is None:
-            gymnasium.logger.warn("render() called without a render_mode; pass render_mode='rgb_array'")
-            return None
-        frame = self._env.render(0)
-        if self.render_mode == "rgb_array":
-            return frame
-        self._window.show(frame)
-        return None
+class GpuZooRoundsEnv(_OneEnvAEC):
+    """A PettingZoo ``AECEnv`` over a simultaneous game played in rounds, as PettingZoo's rock-paper-scissors.
 
-    def close(self):
-        self._window.close()
+    The agents move one after another in ``possible_agents`` order; the last one's move steps the
+    env with every agent's. Between, an agent's step clears the rewards, and each agent's
+    cumulative reward restarts at its own move: PettingZoo's AEC form of a simultaneous game.
+    Observations change only when a round is played. ``parallel_env`` is PettingZoo's
+    ``parallel_wrapper_fn`` of it.
+
+    Args: as `GpuZooAECEnv`'s, for a spec that is not turn-based.
+    """
+
+    def __init__(self, spec: EnvSpec, render_mode: str | None = None, device="cpu", **params):
+        if spec.play != "rounds":
+            raise ValueError(f"{spec.id} is not played in rounds (EnvSpec.play={spec.play!r})")
+        super().__init__(spec, render_mode, device, **params)
+        self._selector = AgentSelector(self.possible_agents)
+
+    def reset(self, seed: int | None = None, options: dict | None = None):
+        super().reset(seed, options)
+        self._selector.reinit(self.agents)
+        self.agent_selection = self._selector.next()
+        self._moves = {}
+        if self.render_mode == "human":
+            self.render()
+
+    def observe(self, agent):
+        g, i, _ = self._slots[self._check_agent(agent)]
+        return self._host["obs"][g][i].copy()
+
+    def step(self, action):
+        """An agent's move; the round's last steps the env. ``None`` from a finished agent."""
+        agent = self.agent_selection
+        if self.terminations[agent] or self.truncations[agent]:
+            return self._was_dead_step(action)
+        self._moves[agent] = self._check_action(agent, action)
+        if self._selector.is_last():
+            self._step_env(self._moves)
+            self._moves = {}
+            if self.render_mode == "human":
+                self.render()
+        else:
+            self._clear_rewards()
+        self._cumulative_rewards[agent] = 0
+        self.agent_selection = self._selector.next()
+        self._accumulate_rewards()
 
 
 def pettingzoo_observation(group: Group, row: np.ndarray):
@@ -217,3 +289,28 @@ def turn_based_entry_points(spec: EnvSpec, illegal_reward: float | None = -1.0):
         fn.__doc__ = f"The {what} of ``{spec.id}``; keyword arguments are its params."
         fn.__qualname__ = fn.__name__
     return env, raw_env, batched_env
+
+
+def rounds_entry_points(spec: EnvSpec):
+    """The module-level functions of a simultaneous game played in rounds: ``env, parallel_env, raw_env, batched_env``.
+
+    As PettingZoo's rock-paper-scissors module: ``env()`` wraps ``raw_env()`` in
+    `AssertOutOfBoundsWrapper` and `OrderEnforcingWrapper`, and ``parallel_env`` is PettingZoo's
+    ``parallel_wrapper_fn(env)``.
+    """
+
+    def raw_env(**kwargs) -> GpuZooRoundsEnv:
+        return GpuZooRoundsEnv(spec, **kwargs)
+
+    def env(**kwargs):
+        return wrappers.OrderEnforcingWrapper(wrappers.AssertOutOfBoundsWrapper(raw_env(**kwargs)))
+
+    def batched_env(num_envs: int = 1, device=None, **kwargs) -> BatchedEnv:
+        return BatchedEnv(spec, num_envs=num_envs, device=device, **kwargs)
+
+    parallel_env = parallel_wrapper_fn(env)
+    for fn, what in ((raw_env, "AEC env without wrappers"), (env, "AEC env with PettingZoo's wrappers"),
+                     (batched_env, "batched tensor env")):
+        fn.__doc__ = f"The {what} of ``{spec.id}``; keyword arguments are its params."
+        fn.__qualname__ = fn.__name__
+    return env, parallel_env, raw_env, batched_env

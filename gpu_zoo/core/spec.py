@@ -19,6 +19,7 @@ from .params import check_count, checked
 from .tuning import Tuning
 
 DTYPES = ("f64", "f32", "i32", "u8")
+PLAYS = ("simultaneous", "turns", "rounds")  # how an env's agents take their actions (EnvSpec.play)
 
 
 @dataclass(frozen=True)
@@ -272,11 +273,16 @@ class EnvSpec:
         tuning: the env's performance knobs (`gpu_zoo.core.tuning.Tuning`: its GPU launch, how
             fills are laid out); the benchmarks behind them are kept in `benchmarks/tuning_records.py`.
             Optional: without it the core's general choices apply, and every env runs well under them.
-        turn_based: a game whose agents move one at a time (board games). The core then adds the
-            field ``current_player`` (per env: the global index of the agent to move), which the
-            env's reset phases set and its step phases advance; a step reads only that agent's
-            action. The PettingZoo face is then an AEC env following it as ``agent_selection``
-            (`gpu_zoo.core.aec`), and the batched face hands it out as ``env.current_player``.
+        play: how the agents take their actions.
+            ``"simultaneous"`` (the default): every agent acts at every step; the PettingZoo face is
+            a ``ParallelEnv`` (`gpu_zoo.core.pettingzoo`). ``"turns"``: one agent moves at a time
+            (board games); the core adds the field ``current_player`` (per env: the global index of
+            the agent to move), which the env's reset phases set and its step phases advance, a
+            step reads only that agent's action, the batched face hands it out as
+            ``env.current_player`` and the PettingZoo face is an AEC env following it as
+            ``agent_selection`` (`gpu_zoo.core.aec.GpuZooAECEnv`). ``"rounds"``: a simultaneous
+            game whose PettingZoo face is an AEC env taking a round's moves one agent after
+            another, as PettingZoo's rock-paper-scissors (`gpu_zoo.core.aec.GpuZooRoundsEnv`).
     """
 
     id: str
@@ -290,17 +296,22 @@ class EnvSpec:
     render: Callable | None = None
     module: str = ""
     tuning: Tuning = Tuning()
-    turn_based: bool = False
+    play: str = "simultaneous"
 
     def __post_init__(self):
-        if not isinstance(self.turn_based, bool):
-            raise TypeError(f"{self.id}: turn_based must be a bool, got {self.turn_based!r}")
+        if self.play not in PLAYS:
+            raise ValueError(f"{self.id}: play must be one of {PLAYS}, got {self.play!r}")
         if not isinstance(self.tuning, Tuning):
             raise TypeError(f"{self.id}: tuning must be a gpu_zoo.core.tuning.Tuning, got {self.tuning!r}")
         if not (dataclasses.is_dataclass(self.params) and self.params.__dataclass_params__.frozen):
             raise TypeError(f"{self.id}: params must be a frozen dataclass")
         if "max_cycles" not in {f.name for f in dataclasses.fields(self.params)}:
             raise TypeError(f"{self.id}: params must have a max_cycles field")
+
+    @property
+    def turn_based(self) -> bool:
+        """Whether one agent moves at a time (``play="turns"``)."""
+        return self.play == "turns"
 
     def __reduce_ex__(self, protocol):
         # By reference to the module attribute that holds it, as functions pickle: its callables

@@ -1,7 +1,7 @@
 """PettingZoo's board games: gpu_zoo's batched face against pgx, random legal moves, in one run.
 
     python -m benchmarks.classic_speed --label h100 --out benchmarks/results/
-    python -m benchmarks.classic_speed --sizes 4096 65536 --steps 200 --games tictactoe_v3
+    python -m benchmarks.classic_speed --sizes 4096 65536 --steps 200 --games tictactoe go_19x19
 
 Both sides play one move per env per step with auto-reset, legal moves drawn uniformly on the
 device: gpu_zoo as ``env.sample_actions(gen, out=env.actions); env.step()`` (the step a replayed
@@ -24,15 +24,22 @@ from pathlib import Path
 
 import torch
 
-GAMES = {"connect_four_v3": "connect_four", "tictactoe_v3": "tic_tac_toe"}  # gpu_zoo id -> pgx id
-SCHEMA = "gpu_zoo.classic_speed/1"
+# name -> (gpu_zoo id, its arguments, pgx's id, the largest batch to run: go's float32 history planes
+# take 2 x 6137 values an agent on 19 x 19, about 100 kB an env with the final observations)
+GAMES = {
+    "connect_four": ("connect_four_v3", {}, "connect_four", 1 << 20),
+    "tictactoe": ("tictactoe_v3", {}, "tic_tac_toe", 1 << 20),
+    "go_9x9": ("go_v5", dict(board_size=9, komi=7.5), "go_9x9", 1 << 18),
+    "go_19x19": ("go_v5", dict(board_size=19, komi=7.5), "go_19x19", 1 << 16),
+}
+SCHEMA = "gpu_zoo.classic_speed/2"
 
 
-def gpu_zoo_rate(env_id: str, num_envs: int, steps: int, repeats: int) -> tuple[float, int]:
+def gpu_zoo_rate(env_id: str, kwargs: dict, num_envs: int, steps: int, repeats: int) -> tuple[float, int]:
     """(env-steps per second, bytes of state per env) of gpu_zoo's batched face on the GPU."""
     import gpu_zoo
 
-    env = gpu_zoo.make(env_id, num_envs=num_envs, device="cuda", validate=False)
+    env = gpu_zoo.make(env_id, num_envs=num_envs, device="cuda", validate=False, **kwargs)
     env.reset(seed=0)
     gen = torch.Generator("cuda").manual_seed(0)
 
@@ -111,12 +118,14 @@ def main(argv=None):
     ns = ap.parse_args(argv)
     peak = bandwidth()
     records = []
-    for env_id in ns.games:
-        for n in ns.sizes:
-            ours, state_bytes = gpu_zoo_rate(env_id, n, ns.steps, ns.repeats)
-            theirs = None if ns.no_pgx else pgx_rate(GAMES[env_id], n, ns.steps, ns.repeats)
+    for name in ns.games:
+        env_id, kwargs, pgx_id, largest = GAMES[name]
+        for n in (n for n in ns.sizes if n <= largest):
+            ours, state_bytes = gpu_zoo_rate(env_id, kwargs, n, ns.steps, ns.repeats)
+            theirs = None if ns.no_pgx else pgx_rate(pgx_id, n, ns.steps, ns.repeats)
             moved = 2 * state_bytes  # every byte of an env's state read and written once per step, at the least
-            rec = {"schema": SCHEMA, "env": env_id, "num_envs": n, "gpu_zoo_steps_per_s": ours,
+            rec = {"schema": SCHEMA, "game": name, "env": env_id, "kwargs": kwargs, "num_envs": n,
+                   "gpu_zoo_steps_per_s": ours,
                    "pgx_steps_per_s": theirs, "ratio": None if theirs is None else ours / theirs,
                    "bytes_per_env_step": moved, "bandwidth_share": ours * moved / peak,
                    "gpu": torch.cuda.get_device_name(), "label": ns.label}

@@ -1,6 +1,6 @@
 """What PettingZoo's two-player board games share: the seats, the board planes, legal moves, drawing.
 
-The board is a state field ``board`` of one cell per square, row-major: 0 empty, 1 the first
+The board is an int32 state field ``board`` of one cell per square, row-major: 0 empty, 1 the first
 seat's piece, 2 the second's. Agent ``a`` (0 or 1) plays pieces ``a + 1``.
 """
 

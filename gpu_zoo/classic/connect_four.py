@@ -62,7 +62,7 @@ def groups(p: ConnectFourParams):
 
 
 def fields(p: ConnectFourParams) -> tuple[Field, ...]:
-    return (Field("board", "u8", (ROWS * COLS,), "0 empty, 1 player_0's piece, 2 player_1's; row-major from the top"),)
+    return (Field("board", "i32", (ROWS * COLS,), "0 empty, 1 player_0's piece, 2 player_1's; row-major from the top"),)
 
 
 def constants(p: ConnectFourParams) -> dict:

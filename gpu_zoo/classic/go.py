@@ -82,8 +82,8 @@ def groups(p: GoParams) -> tuple[Group, ...]:
 def fields(p: GoParams) -> tuple[Field, ...]:
     points = p.board_size * p.board_size
     return (
-        Field("board", "u8", (points,), "0 empty, 1 black, 2 white; row-major"),
-        Field("history", "u8", (HISTORY * points,), "the boards after the last eight moves (move m at (m-1) % 8)"),
+        Field("board", "i32", (points,), "0 empty, 1 black, 2 white; row-major"),
+        Field("history", "i32", (HISTORY * points,), "the boards after the last eight moves (move m at (m-1) % 8)"),
         Field("moves", "i32", (), "moves made, passes included"),
         Field("ko", "i32", (), "the point a ko forbids now, or -1"),
         Field("passes", "i32", (), "passes in a row"),

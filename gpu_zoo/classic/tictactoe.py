@@ -63,7 +63,7 @@ def groups(p: TicTacToeParams):
 
 
 def fields(p: TicTacToeParams) -> tuple[Field, ...]:
-    return (Field("board", "u8", (SQUARES,), "0 empty, 1 player_1's mark, 2 player_2's"),)
+    return (Field("board", "i32", (SQUARES,), "0 empty, 1 player_1's mark, 2 player_2's"),)
 
 
 def constants(p: TicTacToeParams) -> dict:

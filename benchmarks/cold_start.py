@@ -49,10 +49,11 @@ def _time_cuda_compiles(spent: dict, timers: contextlib.ExitStack) -> None:
     numba-cuda broadcasts no compile event for a kernel compiled by signature, so it is timed where
     it runs: ``CUDADispatcher.compile`` (the whole: bytecode to a kernel loaded in the context) and,
     inside it, ``CUDACodeLibrary.get_asm_strs`` (NVVM to PTX) and ``get_cubin`` with
-    `gpu_zoo.core.ptxas.assemble` (the cubin; numba-cuda's linker where there is no ptxas): the
+    `gpu_zoo.core.compiler.ptxas.assemble` (the cubin; numba-cuda's linker where there is no ptxas): the
     back end, ``llvm_s``.
     """
-    from gpu_zoo.core import compat, ptxas
+    from gpu_zoo.core.compiler import ptxas
+    from gpu_zoo.core.compiler.speed import compat
 
     compat.import_cuda()  # as gpu_zoo imports it: made usable on current NumPy first
     from numba.cuda import codegen, dispatcher
@@ -99,7 +100,7 @@ def _child(env_id: str, params: dict, device: str, profile: str | None = None, c
     # outermost durations: a callee compiled inside its caller counts once
     for kind in ("numba:compile", "numba:llvm_lock"):
         timers.enter_context(event.install_timer(kind, lambda dt, kind=kind: spent.__setitem__(kind, spent[kind] + dt)))
-    # A warm process loads its kernels' cubins without numba-cuda (`gpu_zoo.core.cubin`); a cold one
+    # A warm process loads its kernels' cubins without numba-cuda (`gpu_zoo.core.compiler.cubin`); a cold one
     # imports it inside ``make``. Hooking its compiler needs it imported first, so a cold child times
     # that import apart and adds it to the first step, where a user pays it.
     cuda_import_s = 0.0

@@ -34,7 +34,7 @@ import os
 import numpy as np
 import torch
 
-from gpu_zoo.core.compat import import_cuda
+from gpu_zoo.core.compiler.speed.compat import import_cuda
 
 cuda = import_cuda()
 E, T, R = 2000, 5, 95  # set by main() before the first compile

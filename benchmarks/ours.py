@@ -13,7 +13,7 @@ from benchmarks.skip import Skipped
 from benchmarks.timing import copy_bandwidth_gbps, gpu_memory_in_use, host_us_per_step, peak_gpu_memory, time_steps
 
 _DTYPE_BYTES = {"f64": 8, "f32": 4, "i32": 4, "u8": 1}
-# Core fields by how one step touches them (see gpu_zoo.core.layout.CORE_DOCS); the env's own
+# Core fields by how one step touches them (see gpu_zoo.core.compiler.layout.CORE_DOCS); the env's own
 # fields are counted as read and written every step.
 _READ_ONLY = ("params", "seed", "episode", "max_cycles")
 _WRITE_ONLY = ("rew", "term", "trunc", "done", "active")

@@ -16,7 +16,7 @@ import torch
 from tqdm import tqdm
 
 import gpu_zoo
-from gpu_zoo.core.launch import default_device
+from gpu_zoo.core.runtime.launch import default_device
 
 
 def main(argv=None):

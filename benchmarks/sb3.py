@@ -30,7 +30,7 @@ def _ppo(venv, n_steps: int):
 
 def _ours(num_slots: int):
     import gpu_zoo
-    from gpu_zoo.core.sb3 import SB3VecEnv
+    from gpu_zoo.core.faces.sb3 import SB3VecEnv
 
     env = gpu_zoo.make("simple_tag_v3", num_envs=num_slots // 3, device="cpu")
     return SB3VecEnv(env, "adversary"), {"vector_envs": env.num_envs, "slots_per_env": 3}

@@ -5,7 +5,7 @@
     python -m benchmarks.state_tuple --fields 5 --params 3 40 --calls 60     # the params tuple's share
 
 Every phase and helper of a generated kernel takes the env's whole state, a namedtuple of one
-array per field (`gpu_zoo.core.codegen_cuda.state_tuple`). This builds a synthetic kernel of
+array per field (`gpu_zoo.core.compiler.codegen_cuda.state_tuple`). This builds a synthetic kernel of
 ``calls`` small device functions, each passed a state of ``fields`` arrays and touching one of
 them, and times its compile in this process after a warm-up compile (so Numba's own start-up is
 left out). Whether compile time follows fields x calls says whether passing each function only
@@ -21,11 +21,11 @@ import time
 def synthetic_source(fields: int, calls: int, target: str, params: int = 0) -> str:
     """A kernel (``kern``) calling ``calls`` functions of the state tuple, each adding to one field.
 
-    ``params``: each function is passed a params tuple of that many scalars too (as `gpu_zoo.core.compile`'s
+    ``params``: each function is passed a params tuple of that many scalars too (as `gpu_zoo.core.compiler.compile`'s
     ``Params``), and adds one of them.
     """
     names = [f"f{i}" for i in range(fields)]
-    # the decorators of the generated kernels (`gpu_zoo.core.compile`, `gpu_zoo.core.jit.kernel_fn`)
+    # the decorators of the generated kernels (`gpu_zoo.core.compiler.compile`, `gpu_zoo.core.api.jit.kernel_fn`)
     deco = ("@cuda.jit(device=True, forceinline=True)" if target == "cuda" else
             "@njit(_nrt=False, error_model='numpy', no_cpython_wrapper=True, no_cfunc_wrapper=True)")
     src = ["from collections import namedtuple", "import numpy as np", "from numba import cuda, njit, prange",
@@ -49,7 +49,7 @@ def synthetic_source(fields: int, calls: int, target: str, params: int = 0) -> s
 def compile_seconds(fields: int, calls: int, target: str, params: int = 0) -> float:
     import numba
 
-    from gpu_zoo.core.compat import import_cuda
+    from gpu_zoo.core.compiler.speed.compat import import_cuda
 
     ns: dict = {}
     exec(compile(synthetic_source(fields, calls, target, params), f"<state_tuple {fields}x{calls}>", "exec"), ns)

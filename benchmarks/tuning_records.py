@@ -1,6 +1,6 @@
 """The benchmarks behind every performance choice of the kernels: the core's and each env's.
 
-The code holds the choices themselves: the constants of `gpu_zoo.core.tuning`, the generated code,
+The code holds the choices themselves: the constants of `gpu_zoo.core.api.tuning`, the generated code,
 an env's `Tuning` knobs and the form of its functions. The figures that made them are kept here,
 outside the package, each with the record that holds it and the command that measures it again;
 `docs/gen/tuning_table.py` renders them all as `docs/tuning.md`. A new choice gets its record here
@@ -82,7 +82,7 @@ CORE: dict[str, Measured] = {
         "benchmarks/results/cpu_one_obs_loop_cpu-2core-s37.txt",
         "the script in the record, from two checkouts"),
 }
-"""The measurement behind each constant of `gpu_zoo.core.tuning`, by name."""
+"""The measurement behind each constant of `gpu_zoo.core.api.tuning`, by name."""
 
 GENERATED_CODE: tuple[Measured, ...] = (
     Measured(

@@ -7,7 +7,7 @@ AI Economist's gather-trade-build).
 Faces of every environment:
   - ``gpu_zoo.make(env_id, num_envs, device)``: the batched tensor API (`BatchedEnv`);
   - ``gpu_zoo.mpe.simple_spread_v3.parallel_env()`` and the like: a PettingZoo ``ParallelEnv`` (``.env()``: AEC);
-  - ``gpu_zoo.core.sb3.SB3VecEnv``: one agent group as a stable-baselines3 VecEnv;
+  - ``gpu_zoo.core.faces.sb3.SB3VecEnv``: one agent group as a stable-baselines3 VecEnv;
   - ``gpu_zoo.torchrl.GpuZooEnv`` and ``gpu_zoo.benchmarl``: TorchRL's EnvBase and BenchMARL's tasks;
   - ``gpu-zoo train ENV_ID``: the bundled PPO trainer, end to end on the device (``trainers/``).
 
@@ -31,14 +31,14 @@ __version__ = "0.1.0"
 
 def make(env_id: str, num_envs: int = 1, device=None, **kwargs):
     """The batched env for ``env_id``: ``num_envs`` copies on ``device`` (default: CUDA if usable)."""
-    from .core.batched import BatchedEnv
+    from .core.runtime.batched import BatchedEnv
 
     return BatchedEnv(get_spec(env_id), num_envs=num_envs, device=device, **kwargs)
 
 
 def parallel_env(env_id: str, **kwargs):
     """The PettingZoo ``ParallelEnv`` for ``env_id``."""
-    from .core.pettingzoo import GpuZooParallelEnv
+    from .core.faces.pettingzoo import GpuZooParallelEnv
 
     return GpuZooParallelEnv(get_spec(env_id), **kwargs)
 

@@ -28,9 +28,9 @@ from typing import Any
 
 import gymnasium
 
-from gpu_zoo.core.batched import BatchedEnv
-from gpu_zoo.core.layout import Layout
-from gpu_zoo.core.spec import EnvSpec
+from gpu_zoo.core.api.spec import EnvSpec
+from gpu_zoo.core.compiler.layout import Layout
+from gpu_zoo.core.runtime.batched import BatchedEnv
 from gpu_zoo.registry import get_spec, registered_envs
 
 try:

@@ -130,7 +130,7 @@ def _params(ns, parser) -> dict:
 
 
 def cmd_show_kernel(ns, parser) -> int:
-    from gpu_zoo.core.kernel_source import kernel_source
+    from gpu_zoo.core.compiler.kernel_source import kernel_source
 
     params = _params(ns, parser)
     try:
@@ -143,7 +143,7 @@ def cmd_show_kernel(ns, parser) -> int:
 def compile_plan(ns, parser) -> list[tuple[str, dict, int]]:
     """(env id, constructor arguments, batch size) for each configuration ``gpu-zoo compile`` asks for."""
     import gpu_zoo
-    from gpu_zoo.core.params import check_count
+    from gpu_zoo.core.api.params import check_count
 
     params = _params(ns, parser)
     if params and not ns.env:
@@ -162,7 +162,7 @@ def compile_plan(ns, parser) -> list[tuple[str, dict, int]]:
 
 
 def cmd_compile(ns, parser) -> int:
-    from gpu_zoo.core.precompile import cache_folders
+    from gpu_zoo.core.compiler.precompile import cache_folders
 
     plan = compile_plan(ns, parser)
     if ns.jobs < 1:
@@ -190,8 +190,8 @@ def _said(env_id: str, params: dict, num_envs: int, device: str, seconds: float)
 
 
 def _precompiled(env_id: str, params: dict, num_envs: int, device, parser):
-    """One configuration's first step taken (`gpu_zoo.core.precompile`); a refused one ends the command."""
-    from gpu_zoo.core.precompile import precompile
+    """One configuration's first step taken (`gpu_zoo.core.compiler.precompile`); a refused one ends the command."""
+    from gpu_zoo.core.compiler.precompile import precompile
 
     try:
         return precompile(env_id, num_envs, device, **params)
@@ -205,7 +205,7 @@ def _compile_in_processes(plan, ns) -> int:
     Numba compiles on one core and holds a lock in its process; processes compile side by side.
     Each is given this command's own arguments and the index of its entry, so it compiles exactly
     that configuration. Two configurations sharing kernels compile them once: the later waits on
-    the first's lock (`gpu_zoo.core.compile.compile_lock`), then loads them. Lines print in the
+    the first's lock (`gpu_zoo.core.compiler.compile.compile_lock`), then loads them. Lines print in the
     plan's order; the files are counted once all are done, since neighbours write side by side.
     The first process to fail stops the others; its error is the command's.
     """
@@ -213,7 +213,7 @@ def _compile_in_processes(plan, ns) -> int:
     import tempfile
     import time
 
-    from gpu_zoo.core.precompile import cache_files
+    from gpu_zoo.core.compiler.precompile import cache_files
 
     base = [sys.executable, "-m", "gpu_zoo.cli", "compile", *ns.env, *(["--device", ns.device] if ns.device else []),
             *(["--num-envs", str(ns.num_envs)] if ns.num_envs is not None else []),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import importlib
 
-from .core.spec import EnvSpec
+from .core.api.spec import EnvSpec
 
 # id -> "module:attribute" of its EnvSpec; imported on first use so `import gpu_zoo` stays light.
 _ENTRIES: dict[str, str] = {

@@ -34,7 +34,7 @@ import torch
 import torch.nn.functional as F
 
 import gpu_zoo
-from gpu_zoo.core.batched import BatchedEnv
+from gpu_zoo.core.runtime.batched import BatchedEnv
 
 try:
     from tensordict import TensorDict, TensorDictBase

@@ -52,7 +52,7 @@ def _log_compiles(request):
         return
     import json
 
-    from gpu_zoo.core import launch
+    from gpu_zoo.core.runtime import launch
 
     before = set(launch.compile_seconds)
     yield

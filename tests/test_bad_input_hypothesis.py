@@ -11,11 +11,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import gpu_zoo
-from gpu_zoo.core.aec import GpuZooAECEnv
-from gpu_zoo.core.batched import BatchedEnv
-from gpu_zoo.core.params import ParamTypeError
-from gpu_zoo.core.pettingzoo import GpuZooParallelEnv
-from gpu_zoo.core.sb3 import SB3VecEnv
+from gpu_zoo.core.api.params import ParamTypeError
+from gpu_zoo.core.faces.aec import GpuZooAECEnv
+from gpu_zoo.core.faces.pettingzoo import GpuZooParallelEnv
+from gpu_zoo.core.faces.sb3 import SB3VecEnv
+from gpu_zoo.core.runtime.batched import BatchedEnv
 from tests.helpers import PZ_CONFIGS
 
 ENVS = gpu_zoo.registered_envs()  # each with its small configuration (tests/helpers.py)

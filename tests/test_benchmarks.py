@@ -106,7 +106,7 @@ def test_report_renders_tables_and_plots(tiny_run, tmp_path):
 
 def test_step_traffic_follows_the_layout():
     import gpu_zoo
-    from gpu_zoo.core.layout import Layout
+    from gpu_zoo.core.compiler.layout import Layout
 
     spec = gpu_zoo.get_spec("tag_gridworld_v0")
     small = step_traffic(Layout(spec, spec.make_params(num_taggers=2, num_runners=1)))

@@ -7,7 +7,7 @@ import sys
 import numpy as np
 import pytest
 
-from gpu_zoo.core import compat
+from gpu_zoo.core.compiler.speed import compat
 
 cuda = compat.import_cuda()  # a module global: the simulator swaps it for its own inside kernels
 

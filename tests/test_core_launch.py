@@ -6,8 +6,8 @@ import pytest
 import torch
 
 import gpu_zoo
-from gpu_zoo.core.launch_shape import launch_shape
-from gpu_zoo.core.tuning import FILL_THREADS, Tuning
+from gpu_zoo.core.api.tuning import FILL_THREADS, Tuning
+from gpu_zoo.core.compiler.launch_shape import launch_shape
 from tests.helpers import GRID_SMALL
 
 
@@ -39,8 +39,8 @@ def test_the_simulator_packs_several_small_envs_in_a_block():
 
 
 def test_every_field_starts_on_a_cache_line():
-    from gpu_zoo.core.buffers import FIELD_ALIGN, Buffers
-    from gpu_zoo.core.layout import Layout
+    from gpu_zoo.core.compiler.layout import Layout
+    from gpu_zoo.core.runtime.buffers import FIELD_ALIGN, Buffers
 
     spec = gpu_zoo.get_spec("gather_trade_build_v0")  # fields of all four dtypes; no kernel is compiled
     buffers = Buffers(Layout(spec, spec.make_params()), 3, torch.device("cpu"))
@@ -66,8 +66,8 @@ def test_bad_threads_per_env_is_rejected(bad):
 
 
 def test_a_register_cap_reaches_the_generated_kernel():
-    from gpu_zoo.core.compile import generate_source
-    from gpu_zoo.core.layout import Layout
+    from gpu_zoo.core.compiler.compile import generate_source
+    from gpu_zoo.core.compiler.layout import Layout
 
     spec = gpu_zoo.get_spec("tag_gridworld_v0")
     layout = Layout(spec, spec.make_params())
@@ -103,8 +103,8 @@ def test_a_kernel_links_its_ptx_without_lto_in_numba_cuda_itself():
 
 
 def test_a_split_step_is_three_kernels_with_the_observations_alone_in_the_second():
-    from gpu_zoo.core.compile import generate_source
-    from gpu_zoo.core.layout import Layout
+    from gpu_zoo.core.compiler.compile import generate_source
+    from gpu_zoo.core.compiler.layout import Layout
 
     spec = gpu_zoo.get_spec("tag_gridworld_v0")
     layout = Layout(spec, spec.make_params())
@@ -125,7 +125,7 @@ def test_a_split_step_is_three_kernels_with_the_observations_alone_in_the_second
 
 
 def test_wide_blocks_get_a_register_cap_unless_the_shape_is_chosen():
-    from gpu_zoo.core.launch_shape import WIDE_BLOCK_REGISTERS
+    from gpu_zoo.core.compiler.launch_shape import WIDE_BLOCK_REGISTERS
 
     assert launch_shape(1000, num_envs=2000).max_registers == WIDE_BLOCK_REGISTERS
     assert launch_shape(1000, num_envs=2000, max_registers=96).max_registers == 96
@@ -144,7 +144,7 @@ def test_a_scratch_name_must_be_a_field_of_shape_n(name):
     import dataclasses
 
     from gpu_zoo.core import PerAgent
-    from gpu_zoo.core.layout import Layout
+    from gpu_zoo.core.compiler.layout import Layout
     from gpu_zoo.tag.continuous import bin_agent
 
     spec = gpu_zoo.get_spec("tag_continuous_v0")
@@ -159,8 +159,8 @@ def test_a_scratch_name_must_be_a_field_of_shape_n(name):
 @pytest.mark.parametrize("given, expected", [({}, (512, None)), ({"threads_per_env": 64}, (64, None)),
                                              ({"max_registers": 96}, (256, 96))])
 def test_an_envs_preferred_launch_applies_unless_the_caller_chooses(given, expected):
-    from gpu_zoo.core.launch_shape import layout_launch_shape
-    from gpu_zoo.core.layout import Layout
+    from gpu_zoo.core.compiler.launch_shape import layout_launch_shape
+    from gpu_zoo.core.compiler.layout import Layout
 
     spec = gpu_zoo.get_spec("tag_continuous_v0")
     layout = Layout(spec, spec.make_params(num_taggers=5, num_runners=95))
@@ -174,8 +174,8 @@ def test_an_envs_preferred_launch_applies_unless_the_caller_chooses(given, expec
 def test_an_env_can_choose_the_split_step_and_a_caller_can_overrule_it():
     import dataclasses
 
-    from gpu_zoo.core.launch_shape import layout_launch_shape
-    from gpu_zoo.core.layout import Layout
+    from gpu_zoo.core.compiler.launch_shape import layout_launch_shape
+    from gpu_zoo.core.compiler.layout import Layout
 
     spec = gpu_zoo.get_spec("tag_gridworld_v0")
     assert not layout_launch_shape(Layout(spec, spec.make_params()), 8).split_observe
@@ -189,7 +189,7 @@ def test_an_env_can_choose_the_split_step_and_a_caller_can_overrule_it():
 
 def test_envs_differing_only_in_max_cycles_share_their_kernels():
     """max_cycles is read at run time: no recompile for another episode length, and set_params changes it."""
-    from gpu_zoo.core.layout import Layout
+    from gpu_zoo.core.compiler.layout import Layout
 
     spec = gpu_zoo.get_spec("tag_gridworld_v0")
     short, long = (Layout(spec, spec.make_params(**{**GRID_SMALL, "max_cycles": n})) for n in (3, 40))
@@ -209,7 +209,7 @@ def test_a_runtime_value_compiles_nothing_and_a_compile_time_one_compiles_one_mo
     """Float params and max_cycles, set or constructed, reuse the loaded kernels; an agent count gets its own."""
     from numba.core import event
 
-    from gpu_zoo.core import launch
+    from gpu_zoo.core.runtime import launch
 
     gen = torch.Generator().manual_seed(0)
     env = gpu_zoo.make("tag_gridworld_v0", num_envs=2, device="cpu", **GRID_SMALL)
@@ -236,7 +236,7 @@ def test_a_runtime_value_compiles_nothing_and_a_compile_time_one_compiles_one_mo
 
 def test_a_few_envs_run_serially_on_the_cpu_and_step_as_the_parallel_driver_does():
     """Up to SERIAL_MAX_ENVS the CPU runs the envs in order (no thread pool); both drivers give the same states."""
-    from gpu_zoo.core.tuning import SERIAL_MAX_ENVS
+    from gpu_zoo.core.api.tuning import SERIAL_MAX_ENVS
 
     few = gpu_zoo.make("tag_gridworld_v0", num_envs=SERIAL_MAX_ENVS, device="cpu", **GRID_SMALL)
     many = gpu_zoo.make("tag_gridworld_v0", num_envs=SERIAL_MAX_ENVS + 1, device="cpu", **GRID_SMALL)
@@ -258,7 +258,7 @@ def test_a_param_or_constant_named_like_a_derived_one_is_refused(name):
     """The core derives num_agents and each group's range: a param or constant of the same name would be lost."""
     import dataclasses
 
-    from gpu_zoo.core.layout import Layout
+    from gpu_zoo.core.compiler.layout import Layout
 
     spec = gpu_zoo.get_spec("tag_gridworld_v0")
     bad = dataclasses.replace(spec, constants=lambda p: {**spec.constants(p), name: 7})
@@ -267,8 +267,8 @@ def test_a_param_or_constant_named_like_a_derived_one_is_refused(name):
 
 
 def test_an_envs_preferred_launch_may_depend_on_the_number_of_envs_and_the_simulator_caps_it():
-    from gpu_zoo.core.launch_shape import layout_launch_shape
-    from gpu_zoo.core.layout import Layout
+    from gpu_zoo.core.compiler.launch_shape import layout_launch_shape
+    from gpu_zoo.core.compiler.layout import Layout
 
     spec = gpu_zoo.get_spec("simple_world_comm_v3")
     layout = Layout(spec, spec.make_params())

@@ -3,8 +3,8 @@
 import numpy as np
 from numba import njit
 
-from gpu_zoo.core import rng
-from gpu_zoo.core.rebuild import plain, rebuild
+from gpu_zoo.core.api import rng
+from gpu_zoo.core.compiler.speed.rebuild import plain, rebuild
 
 
 @njit

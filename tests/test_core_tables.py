@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from gpu_zoo.core.batched import BatchedEnv
+from gpu_zoo.core.runtime.batched import BatchedEnv
 from tests import group_phases_env as gp
 
 WEIGHTS = (np.float64(0.5), np.float64(-2.0), np.float64(0.25), np.float64(3.0), np.float64(1.5))

@@ -13,9 +13,9 @@ import sys
 import pytest
 import torch
 
-from gpu_zoo.core.buffers import Buffers
-from gpu_zoo.core.cubin import Kernel, array_params, cached, entry_params, store
-from gpu_zoo.core.layout import Layout
+from gpu_zoo.core.compiler.cubin import Kernel, array_params, cached, entry_params, store
+from gpu_zoo.core.compiler.layout import Layout
+from gpu_zoo.core.runtime.buffers import Buffers
 from gpu_zoo.registry import get_spec
 from gpu_zoo.testing import nvvm_available
 
@@ -73,7 +73,7 @@ def test_the_cache_gives_every_kernel_or_none(tmp_path):
 @pytest.mark.skipif(not nvvm_available(), reason="needs NVVM: pip install nvidia-cuda-nvcc-cu12 nvidia-cuda-nvrtc-cu12")
 def test_the_buffers_fill_the_compiled_kernels_parameters_exactly():
     # compiled for real in a process without the simulator, which this one may run under
-    code = ("import json; from gpu_zoo.core.cubin import entry_params; "
+    code = ("import json; from gpu_zoo.core.compiler.cubin import entry_params; "
             "from gpu_zoo.testing.cuda_compile import kernel_ptx; "
             "print(json.dumps(entry_params(kernel_ptx('simple_v3', num_envs=8)[0])))")
     env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}

@@ -79,7 +79,7 @@ def _rank(rank: int, port: int, out: str, plan: str, results: str):
         elif plan == "gpus":  # each rank on the GPU of its local rank, for torch and Numba alike
             args = dataclasses.replace(args, device="cuda")
             trainer = train(args)
-            from gpu_zoo.core import compat
+            from gpu_zoo.core.compiler.speed import compat
 
             report["devices"] = (torch.cuda.current_device(), compat.import_cuda().get_current_device().id,
                                  trainer.env.device.index, trainer.device.index)

@@ -113,7 +113,8 @@ def test_home_page_shows_the_fastest_measured_throughput(site):
 
 def test_api_reference_is_rendered_from_docstrings(site):
     html = (site / "api" / "core" / "index.html").read_text()
-    for name in ("spec.EnvSpec", "spec.PerObs", "batched.BatchedEnv", "pettingzoo.GpuZooParallelEnv"):
+    names = ("api.spec.EnvSpec", "api.spec.PerObs", "runtime.batched.BatchedEnv", "faces.pettingzoo.GpuZooParallelEnv")
+    for name in names:
         assert f'id="gpu_zoo.core.{name}"' in html, f"{name} missing from the API reference"
     assert "Steps every environment once." in html  # BatchedEnv.step's docstring
 

@@ -7,9 +7,9 @@ import torch
 
 import gpu_zoo
 from gpu_zoo.core import PerAgent, PerObs
-from gpu_zoo.core.batched import BatchedEnv
-from gpu_zoo.core.layout import Layout
-from gpu_zoo.core.plan import stages
+from gpu_zoo.core.compiler.layout import Layout
+from gpu_zoo.core.compiler.plan import stages
+from gpu_zoo.core.runtime.batched import BatchedEnv
 from tests import group_phases_env as gp
 
 
@@ -51,8 +51,8 @@ def test_one_function_bound_to_adjacent_groups_reads_each_groups_actions(target,
 
 
 def test_one_function_bound_to_adjacent_groups_is_one_call_on_a_gpu():
-    from gpu_zoo.core.compile import generate_source
-    from gpu_zoo.core.launch_shape import layout_launch_shape
+    from gpu_zoo.core.compiler.compile import generate_source
+    from gpu_zoo.core.compiler.launch_shape import layout_launch_shape
 
     layout = Layout(gp.SHARED_SPEC, gp.SHARED_SPEC.make_params())
     source = generate_source(layout, "cuda", layout_launch_shape(layout, 64, False, 128, None, None, None))

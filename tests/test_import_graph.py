@@ -117,9 +117,9 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 def test_the_graph_sees_the_package():
     graph = import_graph()
-    assert {"gpu_zoo", "gpu_zoo.cli", "gpu_zoo.core", "gpu_zoo.core.compile"} <= graph.keys()
-    assert "gpu_zoo.registry" in graph["gpu_zoo.core.kernel_source"]  # a function-level import
-    assert "gpu_zoo.core.spec" in graph["gpu_zoo.core"]  # an __init__ importing its submodule
+    assert {"gpu_zoo", "gpu_zoo.cli", "gpu_zoo.core", "gpu_zoo.core.compiler.compile"} <= graph.keys()
+    assert "gpu_zoo.registry" in graph["gpu_zoo.core.compiler.kernel_source"]  # a function-level import
+    assert "gpu_zoo.core.api.spec" in graph["gpu_zoo.core"]  # an __init__ importing its submodule
 
 
 def test_cycles_are_found():
@@ -140,3 +140,46 @@ def test_the_package_imports_no_trainer_at_import_time():
             names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
             found += [f"{name}: {n}" for n in names if not getattr(node, "level", 0) and n.split(".")[0] == "trainers"]
     assert not found, "gpu_zoo imports the trainer at import time:\n" + "\n".join(found)
+
+
+LAYERS = ("api", "compiler", "runtime", "faces")
+"""The core's layers, in order: each imports only from itself and the layers before it."""
+
+
+def _layer(module: str) -> str | None:
+    """The layer of a ``gpu_zoo.core`` module, None for any other (``compiler.speed`` is part of ``compiler``)."""
+    parts = module.split(".")
+    return parts[2] if parts[:2] == ["gpu_zoo", "core"] and len(parts) > 2 else None
+
+
+def upward_edges(graph: dict[str, set[str]]) -> list[str]:
+    """Each import of a core module from a later layer than its own, as ``module -> imported``."""
+    return [f"{m} -> {d}" for m, deps in sorted(graph.items()) if _layer(m)
+            for d in sorted(deps) if _layer(d) and LAYERS.index(_layer(d)) > LAYERS.index(_layer(m))]
+
+
+def test_upward_edges_are_found():
+    graph = {"gpu_zoo.core.api.spec": {"gpu_zoo.core.compiler.speed.rebuild"},
+             "gpu_zoo.core.faces.aec": {"gpu_zoo.core.runtime.batched", "gpu_zoo.core.api.spec"},
+             "gpu_zoo.registry": {"gpu_zoo.core.faces.aec"}}
+    assert upward_edges(graph) == ["gpu_zoo.core.api.spec -> gpu_zoo.core.compiler.speed.rebuild"]
+
+
+def test_core_layers_import_only_downwards():
+    """``api`` imports no compiler, runtime or face; ``compiler`` (``speed`` included) no runtime or face; and so on."""
+    graph = import_graph()
+    assert {_layer(m) for m in graph} - {None} == set(LAYERS)
+    found = upward_edges(graph)
+    assert not found, "a core layer imports a later one:\n" + "\n".join(found)
+
+
+def test_the_api_layer_stands_alone():
+    """What an env author imports reaches no other part of gpu_zoo, not even through another module."""
+    graph = import_graph()
+    reached, todo = set(), [m for m in graph if _layer(m) == "api"]
+    while todo:
+        m = todo.pop()
+        if m not in reached:
+            reached.add(m)
+            todo += graph[m]
+    assert {m for m in reached if _layer(m) != "api"} == set()

@@ -6,8 +6,8 @@ import pytest
 
 import gpu_zoo
 from gpu_zoo.cli import main
-from gpu_zoo.core.batched import BatchedEnv
-from gpu_zoo.core.kernel_source import kernel_source
+from gpu_zoo.core.compiler.kernel_source import kernel_source
+from gpu_zoo.core.runtime.batched import BatchedEnv
 from tests.helpers import PZ_CONFIGS
 
 

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from gpu_zoo.core import Group, ObsBlock, PerObs, Tuning
-from gpu_zoo.core.batched import BatchedEnv
+from gpu_zoo.core.runtime.batched import BatchedEnv
 from tests import obs_fill_env as of
 
 

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 import gpu_zoo
-from gpu_zoo.core.batched import BatchedEnv
+from gpu_zoo.core.runtime.batched import BatchedEnv
 from gpu_zoo.testing.check import assert_same_state
 from tests.helpers import ECON_FIXED, ECON_SAEZ, GRID_SMALL, PZ_CONFIGS, SAEZ_INCOME
 

@@ -8,8 +8,8 @@ import pytest
 from pettingzoo.test import render_test
 
 import gpu_zoo
-from gpu_zoo.core.aec import rounds_entry_points, turn_based_entry_points
-from gpu_zoo.core.pettingzoo import entry_points
+from gpu_zoo.core.faces.aec import rounds_entry_points, turn_based_entry_points
+from gpu_zoo.core.faces.pettingzoo import entry_points
 from gpu_zoo.tag import tag_continuous_v0
 from gpu_zoo.testing import check_env
 from tests.helpers import PZ_CONFIGS, TAG_SMALL, reference

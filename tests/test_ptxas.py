@@ -1,11 +1,11 @@
-"""A kernel's PTX assembled as a whole program (`gpu_zoo.core.ptxas`), with the real ptxas and no GPU."""
+"""A kernel's PTX assembled as a whole program (`gpu_zoo.core.compiler.ptxas`), with the real ptxas and no GPU."""
 
 import os
 import subprocess
 
 import pytest
 
-from gpu_zoo.core import ptxas
+from gpu_zoo.core.compiler import ptxas
 
 # One IEEE division: ptxas adds a slow-path routine for it and calls that routine.
 DIVIDE = """
@@ -84,7 +84,7 @@ _ROUTING = r'''
 import json, warnings
 from numba.cuda import codegen
 from numba.cuda.cudadrv import driver
-from gpu_zoo.core import ptxas
+from gpu_zoo.core.compiler import ptxas
 from tests.test_ptxas import DIVIDE
 
 class Library(codegen.CUDACodeLibrary):  # a kernel's library as numba-cuda leaves it before the link

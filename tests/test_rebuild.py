@@ -9,8 +9,8 @@ from collections import namedtuple
 
 import numpy as np
 
-from gpu_zoo.core import rebuild
-from gpu_zoo.core.jit import kernel_fn
+from gpu_zoo.core.api.jit import kernel_fn
+from gpu_zoo.core.compiler.speed import rebuild
 from tests.helpers import require_nvvm
 
 
@@ -131,7 +131,7 @@ def test_the_rebuilt_function_keeps_its_file_and_lines():
 
 def _overloads_of_the_helper() -> int:
     """Compiles, with NVVM, a kernel calling both phases; the helper's compiles (simulator off)."""
-    from gpu_zoo.core import compat
+    from gpu_zoo.core.compiler.speed import compat
     from gpu_zoo.testing.cuda_compile import _compute_capability
 
     cuda = compat.import_cuda()
@@ -174,7 +174,7 @@ def _pick(t, k):
 
 def _literal_overloads() -> list[int]:
     """Compiles, with NVVM, a kernel calling helpers with constants; each helper's compiles (simulator off)."""
-    from gpu_zoo.core import compat
+    from gpu_zoo.core.compiler.speed import compat
     from gpu_zoo.testing.cuda_compile import _compute_capability
 
     cuda = compat.import_cuda()
@@ -205,7 +205,7 @@ def test_on_cuda_constant_arguments_compile_a_helper_once_unless_it_needs_them()
 
 def test_a_source_file_changed_since_its_import_keeps_the_plain_twin(tmp_path, monkeypatch):
     module = tmp_path / "edited_env.py"
-    module.write_text("from gpu_zoo.core.jit import kernel_fn\n"
+    module.write_text("from gpu_zoo.core.api.jit import kernel_fn\n"
                       "from tests.test_rebuild import _draw\n\n\n"
                       "@kernel_fn\n"
                       "def phase(s, e):\n"

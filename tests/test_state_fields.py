@@ -1,13 +1,13 @@
-"""Each kernel call passes only the state fields its callee uses (`gpu_zoo.core.state_fields`)."""
+"""Each kernel call passes only the state fields its callee uses (`gpu_zoo.core.compiler.speed.state_fields`)."""
 
 import ast
 import re
 
 from numba import njit
 
-from gpu_zoo.core import state_fields as sf
-from gpu_zoo.core.kernel_source import kernel_source
-from gpu_zoo.core.state_fields import state_fields
+from gpu_zoo.core.compiler.kernel_source import kernel_source
+from gpu_zoo.core.compiler.speed import state_fields as sf
+from gpu_zoo.core.compiler.speed.state_fields import state_fields
 
 
 @njit
@@ -57,6 +57,22 @@ def test_the_answers_are_kept_on_disk_by_the_code_of_each_function(tmp_path, mon
     sf.flush()  # generate_source does this once per module
     kept = (tmp_path / "state_fields.json").read_text()
     assert "_writes_one_and_calls" in kept and "_reads_two" in kept
+
+
+def test_a_kept_answer_naming_a_callee_no_longer_there_is_read_again(tmp_path, monkeypatch):
+    """A callee moved to another module since the answer was kept: its caller's code is unchanged."""
+    monkeypatch.setenv("GPU_ZOO_CACHE_DIR", str(tmp_path))
+    for name, fresh in (("_memo", {}), ("_disk", None), ("_dirty", False)):
+        monkeypatch.setattr(sf, name, fresh)
+    assert state_fields(_writes_one_and_calls) == {"rew", "pos_x", "pos_y"}
+    disk, moved = sf._load_disk(), 0
+    for answer in disk.values():
+        if answer is not None:
+            moved += len(answer[1])
+            answer[1] = [["gpu_zoo.moved_away", qualname, i] for _, qualname, i in answer[1]]
+    assert moved
+    monkeypatch.setattr(sf, "_memo", {})
+    assert state_fields(_writes_one_and_calls) == {"rew", "pos_x", "pos_y"}
 
 
 def test_the_economys_cpu_driver_passes_each_phase_only_its_fields():

@@ -53,7 +53,7 @@ def test_sb3_trains_on_the_batched_env_directly():
     from stable_baselines3.common.vec_env import VecMonitor
 
     import gpu_zoo
-    from gpu_zoo.core.sb3 import SB3VecEnv
+    from gpu_zoo.core.faces.sb3 import SB3VecEnv
 
     batched = gpu_zoo.make("tag_gridworld_v0", num_envs=32, device="cpu", **GRID_SMALL)
     venv = VecMonitor(SB3VecEnv(batched, "tagger"))
@@ -66,7 +66,7 @@ def test_sb3_trains_on_the_batched_env_directly():
 
 def test_sb3_vecenv_reports_episode_ends():
     import gpu_zoo
-    from gpu_zoo.core.sb3 import SB3VecEnv
+    from gpu_zoo.core.faces.sb3 import SB3VecEnv
 
     batched = gpu_zoo.make("tag_gridworld_v0", num_envs=4, device="cpu", **GRID_SMALL)
     venv = SB3VecEnv(batched, "tagger")
@@ -89,7 +89,7 @@ def test_maskable_ppo_trains_the_economys_workers_and_never_takes_a_masked_actio
     """sb3-contrib's MaskablePPO through the VecEnv's action_masks: each step's actions inside that step's masks."""
     sb3_contrib = reference("sb3_contrib")
     import gpu_zoo
-    from gpu_zoo.core.sb3 import SB3VecEnv
+    from gpu_zoo.core.faces.sb3 import SB3VecEnv
 
     batched = gpu_zoo.make("gather_trade_build_v0", num_envs=4, device="cpu", **PZ_CONFIGS["gather_trade_build_v0"])
     venv = SB3VecEnv(batched, "worker")

@@ -306,7 +306,7 @@ def test_without_torchrl_the_import_error_names_the_fix(monkeypatch):
 
 
 def test_the_core_package_imports_nothing_of_torchrl():
-    code = ("import sys, gpu_zoo, gpu_zoo.core.batched, gpu_zoo.core.pettingzoo, gpu_zoo.testing\n"
+    code = ("import sys, gpu_zoo, gpu_zoo.core.runtime.batched, gpu_zoo.core.faces.pettingzoo, gpu_zoo.testing\n"
             "[gpu_zoo.get_spec(e) for e in gpu_zoo.registered_envs()]\n"
             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('torchrl', 'tensordict')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -86,20 +86,20 @@ def test_a_measurement_names_its_figure_and_command():
 
 def test_a_spec_takes_only_a_tuning():
     spec = gpu_zoo.get_spec("simple_v3")
-    with pytest.raises(TypeError, match="tuning must be a gpu_zoo.core.tuning.Tuning"):
+    with pytest.raises(TypeError, match="tuning must be a gpu_zoo.core.api.tuning.Tuning"):
         dataclasses.replace(spec, tuning={"threads_per_env": 4})
 
 
 def _cpu_source(spec) -> str:
-    from gpu_zoo.core.compile import generate_source
-    from gpu_zoo.core.layout import Layout
+    from gpu_zoo.core.compiler.compile import generate_source
+    from gpu_zoo.core.compiler.layout import Layout
 
     return generate_source(Layout(spec, spec.make_params()), "cpu", None)
 
 
 def test_cpu_inline_helpers_inline_only_the_named_helpers_of_an_observation():
     """The economy's observation inlines its map helper and calls the rest; other envs inline everything."""
-    from gpu_zoo.core.rebuild import cpu_inline_only
+    from gpu_zoo.core.compiler.speed.rebuild import cpu_inline_only
     from gpu_zoo.economy import gather_trade_build as gtb
 
     src = _cpu_source(gpu_zoo.get_spec("gather_trade_build_v0"))

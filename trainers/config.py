@@ -11,7 +11,7 @@ import inspect
 from dataclasses import dataclass, field
 from functools import cache
 
-from gpu_zoo.core.params import check_count
+from gpu_zoo.core.api.params import check_count
 
 
 @dataclass(frozen=True)

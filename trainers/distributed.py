@@ -57,7 +57,7 @@ def join(device: str | None) -> World:
     size = int(os.environ.get("WORLD_SIZE", "1"))
     if size == 1:
         return SINGLE
-    from gpu_zoo.core.launch import default_device
+    from gpu_zoo.core.runtime.launch import default_device
 
     rank, local = int(os.environ["RANK"]), int(os.environ.get("LOCAL_RANK", "0"))
     kind = torch.device(device).type if device else default_device().type
@@ -69,7 +69,7 @@ def join(device: str | None) -> World:
             raise RuntimeError(f"local rank {local} has no GPU of its own: this host has {torch.cuda.device_count()}; "
                                "start at most that many processes per host (torchrun --nproc-per-node)")
         torch.cuda.set_device(local)
-        from gpu_zoo.core import compat
+        from gpu_zoo.core.compiler.speed import compat
 
         compat.import_cuda().select_device(local)  # Numba's current GPU is torch's
         device = f"cuda:{local}"

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from gpu_zoo.core.render import write_gif
+from gpu_zoo.core.api.render import write_gif
 from trainers.config import Args
 from trainers.ppo import make_env, make_policies, policy_actions
 

@@ -41,8 +41,8 @@ import torch
 from torch import nn
 
 import gpu_zoo
-from gpu_zoo.core.graphs import capture
-from gpu_zoo.core.launch import default_device
+from gpu_zoo.core.runtime.graphs import capture
+from gpu_zoo.core.runtime.launch import default_device
 from trainers import checkpoint, distributed, fused
 from trainers.adam import Adam
 from trainers.config import Args

@@ -24,7 +24,8 @@ SEED = 274880  # WarpDrive's tag_continuous.yaml seed, as an int: its np.int32 d
 
 
 def _import():
-    # NumPy 2.5 removed row_stack, which numba-cuda still calls while compiling (as in gpu_zoo.core.compat).
+    # NumPy 2.5 removed row_stack, which numba-cuda still calls while compiling
+    # (as in gpu_zoo.core.compiler.speed.compat).
     if not hasattr(np, "row_stack"):
         np.row_stack = np.vstack
     try:

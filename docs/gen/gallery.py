@@ -35,8 +35,8 @@ import gymnasium
 import numpy as np
 
 import gpu_zoo.core
-from gpu_zoo.core.layout import Layout
-from gpu_zoo.core.spec import EnvSpec
+from gpu_zoo.core.api.spec import EnvSpec
+from gpu_zoo.core.compiler.layout import Layout
 from gpu_zoo.registry import get_spec, registered_envs
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -276,7 +276,7 @@ def episode_frames(env_id: str, target: str = "cpu", frames: int = GIF_FRAMES, s
     import torch
     from PIL import Image
 
-    from gpu_zoo.core.batched import BatchedEnv
+    from gpu_zoo.core.runtime.batched import BatchedEnv
 
     spec = get_spec(env_id)
     if spec.render is None:
@@ -303,7 +303,7 @@ def episode_frames(env_id: str, target: str = "cpu", frames: int = GIF_FRAMES, s
 
 def write_episode_gif(env_id: str, path: Path, target: str = "cpu") -> int:
     """Writes the animation of ``env_id`` to ``path``; returns its frame count."""
-    from gpu_zoo.core.render import write_gif
+    from gpu_zoo.core.api.render import write_gif
 
     frames = episode_frames(env_id, target=target)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -318,7 +318,7 @@ def gif_key(env_id: str) -> str:
     spec = get_spec(env_id)
     h = hashlib.sha256(repr((env_id, gif_params(env_id), GIF_FRAMES, GIF_SIZE, GIF_SEED, GIF_FPS)).encode())
     core = Path(gpu_zoo.core.__file__).parent
-    sources = [__file__, importlib.util.find_spec(spec.module).origin, *sorted(str(p) for p in core.glob("*.py"))]
+    sources = [__file__, importlib.util.find_spec(spec.module).origin, *sorted(str(p) for p in core.rglob("*.py"))]
     for src in sources:
         h.update(Path(src).read_bytes())
     return h.hexdigest()[:16]

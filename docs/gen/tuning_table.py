@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from benchmarks import tuning_records
 from benchmarks.tuning_records import Measured
-from gpu_zoo.core import tuning
+from gpu_zoo.core.api import tuning
 from gpu_zoo.registry import registered_envs
 
 
@@ -29,7 +29,7 @@ def markdown() -> str:
            "The figures are one machine's (most are an H200's): on another GPU, run the command again.",
            "A record is the committed results file under `benchmarks/results/` that holds the figure;",
            "where none was kept, the command measures it again.", "",
-           "Generated from `benchmarks/tuning_records.py` (the constants' values from `gpu_zoo.core.tuning`) by",
+           "Generated from `benchmarks/tuning_records.py` (the constants' values from `gpu_zoo.core.api.tuning`) by",
            "`python -m docs.gen.tuning_table > docs/tuning.md`; a test keeps this page equal to it.", ""]
     for where, setting, m in entries():
         out += [f"## {where}: {setting}", "", f"{m.figure[0].upper()}{m.figure[1:]}.", ""]

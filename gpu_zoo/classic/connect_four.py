@@ -37,7 +37,7 @@ import numpy as np
 
 from gpu_zoo.classic.boards import discs, mask_empty_cells, two_seats
 from gpu_zoo.core import EnvSpec, Field, PerAgent, PerEnv, PerObs, kernel_fn
-from gpu_zoo.core.params import check_count
+from gpu_zoo.core.api.params import check_count
 
 ROWS, COLS = 6, 7
 ILLEGAL_REWARD = -1.0  # what PettingZoo's TerminateIllegalWrapper gives an illegal move's maker

@@ -42,7 +42,7 @@ import numpy as np
 
 from gpu_zoo.classic.boards import discs
 from gpu_zoo.core import EnvSpec, Field, Group, ObsBlock, PerAgent, PerEnv, PerObs, kernel_fn
-from gpu_zoo.core.params import check_count
+from gpu_zoo.core.api.params import check_count
 
 ILLEGAL_REWARD = -1.0  # what PettingZoo's TerminateIllegalWrapper gives an illegal move's maker
 HISTORY = 8  # boards kept for the observation's planes

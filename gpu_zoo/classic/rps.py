@@ -33,7 +33,7 @@ import numpy as np
 
 from gpu_zoo.classic.boards import discs
 from gpu_zoo.core import EnvSpec, Field, Group, ObsBlock, PerEnv, PerObs, kernel_fn
-from gpu_zoo.core.params import check_count
+from gpu_zoo.core.api.params import check_count
 
 
 @dataclass(frozen=True)

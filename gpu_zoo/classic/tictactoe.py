@@ -38,7 +38,7 @@ import numpy as np
 
 from gpu_zoo.classic.boards import discs, mask_empty_cells, two_seats
 from gpu_zoo.core import EnvSpec, Field, PerAgent, PerEnv, PerObs, kernel_fn
-from gpu_zoo.core.params import check_count
+from gpu_zoo.core.api.params import check_count
 
 SQUARES = 9
 ILLEGAL_REWARD = -1.0  # what PettingZoo's TerminateIllegalWrapper gives an illegal move's maker

@@ -1,7 +1,7 @@
 """The batched backend: env specs, one-source kernels for CUDA and CPU, and the three faces."""
 
-from .jit import kernel_fn
-from .spec import EnvSpec, Field, Group, ObsBlock, PerAgent, PerEnv, PerItem, PerObs
-from .tuning import Tuning
+from .api.jit import kernel_fn
+from .api.spec import EnvSpec, Field, Group, ObsBlock, PerAgent, PerEnv, PerItem, PerObs
+from .api.tuning import Tuning
 
 __all__ = ["EnvSpec", "Field", "Group", "ObsBlock", "PerAgent", "PerEnv", "PerItem", "PerObs", "Tuning", "kernel_fn"]

@@ -183,8 +183,8 @@ import gymnasium
 import numpy as np
 
 from gpu_zoo.core import EnvSpec, Field, Group, ObsBlock, PerAgent, PerEnv, PerItem, PerObs, Tuning, kernel_fn
-from gpu_zoo.core.params import check_count
-from gpu_zoo.core.rng import randint, uniform
+from gpu_zoo.core.api.params import check_count
+from gpu_zoo.core.api.rng import randint, uniform
 
 from .layouts import LAYOUTS, TILE_EMPTY, TILE_STONE, TILE_WATER, TILE_WOOD, tile_codes
 

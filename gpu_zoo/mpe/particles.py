@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from gpu_zoo.core import Field, kernel_fn
-from gpu_zoo.core.rng import randint, uniform
+from gpu_zoo.core.api.rng import randint, uniform
 
 # MPE2's World attributes (not arguments of any scenario)
 DT = 0.1
@@ -36,7 +36,7 @@ SENSITIVITY = 5.0
 DIM_C = 2
 """Length of a communication vector in the scenarios that carry one, spoken or not."""
 
-# Random draws (`gpu_zoo.core.rng`): an entity's place takes its draws DRAW_X and DRAW_Y; the env's
+# Random draws (`gpu_zoo.core.api.rng`): an entity's place takes its draws DRAW_X and DRAW_Y; the env's
 # own draws (at agent index num_entities, past every entity) start with the goal landmark's.
 DRAW_X, DRAW_Y = 0, 1
 DRAW_GOAL = 0
@@ -341,7 +341,7 @@ def bound_penalty(x):
 # ------------------------------------------------------------------ render
 def render(state: dict, colors, radii, size: int = 320, max_cycles: int | None = None) -> np.ndarray:
     """MPE's view: each entity a disc of its radius and colour (``colors``: one RGB each), the camera on them all."""
-    from gpu_zoo.core.render import Canvas
+    from gpu_zoo.core.api.render import Canvas
 
     xs, ys = state["pos_x"], state["pos_y"]
     cam = max(1.0, float(np.max(np.abs(np.concatenate([xs, ys])))) + 0.2)

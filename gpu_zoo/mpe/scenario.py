@@ -5,7 +5,7 @@ from __future__ import annotations
 import gymnasium
 import numpy as np
 
-from gpu_zoo.core.params import check_count
+from gpu_zoo.core.api.params import check_count
 
 
 def check_common(p) -> None:

@@ -42,7 +42,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from gpu_zoo.core import EnvSpec, Field, Group, ObsBlock, PerAgent, PerEnv, PerObs, kernel_fn
-from gpu_zoo.core.params import check_count
+from gpu_zoo.core.api.params import check_count
 from gpu_zoo.mpe import particles
 from gpu_zoo.mpe.particles import (
     distance,

@@ -37,7 +37,7 @@ import math
 import numpy as np
 
 from gpu_zoo.core import EnvSpec, PerAgent, PerEnv, PerObs, kernel_fn
-from gpu_zoo.core.rng import uniform
+from gpu_zoo.core.api.rng import uniform
 from gpu_zoo.mpe import targets
 from gpu_zoo.mpe.particles import place, spawn
 from gpu_zoo.mpe.targets import ShapeParams

@@ -1,6 +1,6 @@
 """``simple_push_v3``: MPE's simple_push, matching MPE2's; the rules are in `gpu_zoo.mpe.simple_push`."""
 
-from gpu_zoo.core.pettingzoo import entry_points
+from gpu_zoo.core.faces.pettingzoo import entry_points
 from gpu_zoo.mpe.simple_push import SPEC
 
 env, parallel_env, raw_env, batched_env = entry_points(SPEC)

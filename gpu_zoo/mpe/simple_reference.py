@@ -40,7 +40,7 @@ import gymnasium
 import numpy as np
 
 from gpu_zoo.core import EnvSpec, Field, Group, ObsBlock, PerAgent, PerEnv, PerObs, Tuning, kernel_fn
-from gpu_zoo.core.rng import randint
+from gpu_zoo.core.api.rng import randint
 from gpu_zoo.mpe import particles
 from gpu_zoo.mpe.particles import (
     continuous_force,

@@ -1,6 +1,6 @@
 """``simple_tag_v3``: MPE's simple_tag, matching MPE2's; the rules are in `gpu_zoo.mpe.simple_tag`."""
 
-from gpu_zoo.core.pettingzoo import entry_points
+from gpu_zoo.core.faces.pettingzoo import entry_points
 from gpu_zoo.mpe.simple_tag import SPEC
 
 env, parallel_env, raw_env, batched_env = entry_points(SPEC)

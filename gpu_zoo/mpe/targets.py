@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from gpu_zoo.core import Field, Group, ObsBlock, PerAgent, PerEnv, PerItem, kernel_fn
-from gpu_zoo.core.params import check_count
+from gpu_zoo.core.api.params import check_count
 from gpu_zoo.mpe import particles
 from gpu_zoo.mpe.particles import (
     add_contact_forces,

@@ -77,10 +77,10 @@ import gymnasium
 import numpy as np
 
 from gpu_zoo.core import EnvSpec, Field, Group, ObsBlock, PerAgent, PerEnv, PerItem, PerObs, Tuning, kernel_fn
-from gpu_zoo.core.episode import observing
-from gpu_zoo.core.floats import mul_rn
-from gpu_zoo.core.params import check_count, is_int
-from gpu_zoo.core.rng import randint, uniform
+from gpu_zoo.core.api.floats import mul_rn
+from gpu_zoo.core.api.params import check_count, is_int
+from gpu_zoo.core.api.rng import randint, uniform
+from gpu_zoo.core.compiler.episode import observing
 
 _TWO_PI = np.float32(2.0 * math.pi)
 _HALF_PI = np.float32(0.5 * math.pi)
@@ -89,7 +89,7 @@ _EPS = np.float32(1e-10)
 _ZERO = np.float32(0.0)
 _ONE = np.float32(1.0)
 _SEARCH_MARGIN = np.float32(1.0 - 1e-3)
-DRAW_X, DRAW_Y, DRAW_HEADING = 0, 1, 2  # an agent's random draws at its spawn (`gpu_zoo.core.rng`)
+DRAW_X, DRAW_Y, DRAW_HEADING = 0, 1, 2  # an agent's random draws at its spawn (`gpu_zoo.core.api.rng`)
 FEATURES = ("rel_x", "rel_y", "rel_speed", "rel_acceleration", "rel_heading", "is_tagger", "alive")
 
 
@@ -251,7 +251,7 @@ def move(s, p, e, a, act):
     """One agent's move, ``act`` its (acceleration index, turn index); bound to both groups.
 
     One function for both roles, which differ only in constants: a warp's taggers and runners
-    stay on one path (`gpu_zoo.core.codegen_cuda`: one call for a function bound to adjacent groups).
+    stay on one path (`gpu_zoo.core.compiler.codegen_cuda`: one call for a function bound to adjacent groups).
     """
     if not s.alive[e, a]:
         # Out of the game: stopped where it was tagged, facing heading 0 (as WarpDrive's step
@@ -635,7 +635,7 @@ def observe_phases(p: TagParams) -> tuple:
 # ------------------------------------------------------------------ render
 def render(state: dict, p: TagParams, size: int = 320) -> np.ndarray:
     """Top view: taggers red, runners blue, tagged runners grey."""
-    from gpu_zoo.core.render import Canvas, tag_color
+    from gpu_zoo.core.api.render import Canvas, tag_color
 
     c = Canvas(size, (p.grid_length, p.grid_length))
     for a in range(p.num_agents):

@@ -51,13 +51,13 @@ import gymnasium
 import numpy as np
 
 from gpu_zoo.core import EnvSpec, Field, Group, ObsBlock, PerAgent, PerEnv, PerObs, kernel_fn
-from gpu_zoo.core.episode import observing
-from gpu_zoo.core.params import check_count
-from gpu_zoo.core.rng import randint
+from gpu_zoo.core.api.params import check_count
+from gpu_zoo.core.api.rng import randint
+from gpu_zoo.core.compiler.episode import observing
 
 _ZERO = np.float32(0.0)
 _ONE = np.float32(1.0)
-DRAW_X, DRAW_Y = 0, 1  # an agent's random draws at a random start (`gpu_zoo.core.rng`)
+DRAW_X, DRAW_Y = 0, 1  # an agent's random draws at a random start (`gpu_zoo.core.api.rng`)
 
 
 @dataclass(frozen=True)
@@ -251,7 +251,7 @@ def constants(p: GridTagParams) -> dict:
 # ------------------------------------------------------------------ render
 def render(state: dict, p: GridTagParams, size: int = 320) -> np.ndarray:
     """Top view: taggers red, runners blue, tagged runners grey."""
-    from gpu_zoo.core.render import Canvas, tag_color
+    from gpu_zoo.core.api.render import Canvas, tag_color
 
     side = float(p.grid_length + 1)
     c = Canvas(size, (side, side))

@@ -40,7 +40,7 @@ def check_env(env_id: str, num_envs: int = 3, cuda: bool = True, **params) -> di
 
     Returns each check's outcome ("ok", or why it was skipped); raises AssertionError naming every check that failed.
     """
-    from gpu_zoo.core.batched import BatchedEnv
+    from gpu_zoo.core.runtime.batched import BatchedEnv
     from gpu_zoo.registry import get_spec
 
     spec = get_spec(env_id)
@@ -70,8 +70,8 @@ def check_env(env_id: str, num_envs: int = 3, cuda: bool = True, **params) -> di
 def _pettingzoo(spec, params: dict):
     from pettingzoo.test import api_test, parallel_api_test, parallel_seed_test, seed_test
 
-    from gpu_zoo.core.aec import rounds_entry_points, turn_based_entry_points
-    from gpu_zoo.core.pettingzoo import entry_points
+    from gpu_zoo.core.faces.aec import rounds_entry_points, turn_based_entry_points
+    from gpu_zoo.core.faces.pettingzoo import entry_points
 
     if spec.turn_based:
         env, raw_env, _ = turn_based_entry_points(spec)
@@ -214,7 +214,7 @@ def _render(env):
 
 def _cpu_vs_cuda(env_id: str, params: dict) -> str | None:
     """The comparison runs where Numba's CUDA simulator is on: this process, or a fresh one."""
-    from gpu_zoo.core.launch import simulator_enabled
+    from gpu_zoo.core.runtime.launch import simulator_enabled
 
     if simulator_enabled():
         _compare_targets(env_id, params)
@@ -224,7 +224,7 @@ def _cpu_vs_cuda(env_id: str, params: dict) -> str | None:
 
 
 def _compare_targets(env_id: str, params: dict):
-    from gpu_zoo.core.batched import BatchedEnv
+    from gpu_zoo.core.runtime.batched import BatchedEnv
     from gpu_zoo.registry import get_spec
 
     spec = get_spec(env_id)

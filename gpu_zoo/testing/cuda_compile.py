@@ -40,7 +40,7 @@ def compile_kernels(env_id: str, num_envs: int = 2000, cc: tuple[int, int] = CC,
     Returns the PTX size of each kernel by name; raises `CudaCompileError` naming the env, the
     kernel and the compiler's message.
     """
-    from gpu_zoo.core.launch import simulator_enabled
+    from gpu_zoo.core.runtime.launch import simulator_enabled
 
     if not simulator_enabled():
         return _compile_all(env_id, num_envs, cc, params)
@@ -70,8 +70,8 @@ def kernel_ptx(env_id: str, name: str = "drive", num_envs: int = 2000, cc: tuple
 
 
 def _compile_all(env_id: str, num_envs: int, cc, params: dict) -> dict[str, int]:
-    from gpu_zoo.core.compile import CUDA_KERNELS, cuda_compiler
-    from gpu_zoo.core.kernel_cache import cache_dir
+    from gpu_zoo.core.compiler.compile import CUDA_KERNELS, cuda_compiler
+    from gpu_zoo.core.compiler.kernel_cache import cache_dir
 
     module, layout, _ = _kernels(env_id, num_envs, params)
     folder = cache_dir() / "ptx"
@@ -92,7 +92,7 @@ def compile_stages(env_id: str, num_envs: int = 1024, cc: tuple[int, int] = CC, 
 
     ``front_s``: numba-cuda's front end (bytecode, typing, lowering to LLVM IR) of the kernels and
     of every device function they call; ``ptx_s``: NVVM making the PTX; ``link_s``: the cubin as
-    a GPU host makes it (`gpu_zoo.core.ptxas` assembling the PTX whole; numba-cuda's linker where
+    a GPU host makes it (`gpu_zoo.core.compiler.ptxas` assembling the PTX whole; numba-cuda's linker where
     there is no ptxas, or with LTO), None where that needs nvJitLink and it is not installed (a
     GPU's driver links there instead). ``compiles``: numba-cuda compiles, one per function and argument types;
     ``functions``: the distinct functions; ``slowest``: the ``top`` functions by time in their own
@@ -109,8 +109,8 @@ def compile_stages(env_id: str, num_envs: int = 1024, cc: tuple[int, int] = CC, 
     from numba.cuda import dispatcher
     from numba.cuda.cudadrv import driver
 
-    from gpu_zoo.core import ptxas
-    from gpu_zoo.core.compile import CUDA_KERNELS, kernel_signature
+    from gpu_zoo.core.compiler import ptxas
+    from gpu_zoo.core.compiler.compile import CUDA_KERNELS, kernel_signature
 
     module, layout, _ = _kernels(env_id, num_envs, params)
     own, count, stack = Counter(), Counter(), []
@@ -163,10 +163,10 @@ def compile_stages(env_id: str, num_envs: int = 1024, cc: tuple[int, int] = CC, 
 
 def _kernels(env_id: str, num_envs: int, params: dict, threads_per_env: int | None = None):
     """(the generated CUDA module, its layout, the launch shape) of a configuration."""
-    from gpu_zoo.core import compat
-    from gpu_zoo.core.compile import load_kernels
-    from gpu_zoo.core.launch_shape import layout_launch_shape
-    from gpu_zoo.core.layout import Layout
+    from gpu_zoo.core.compiler.compile import load_kernels
+    from gpu_zoo.core.compiler.launch_shape import layout_launch_shape
+    from gpu_zoo.core.compiler.layout import Layout
+    from gpu_zoo.core.compiler.speed import compat
     from gpu_zoo.registry import get_spec
 
     spec = get_spec(env_id)
@@ -179,7 +179,7 @@ def _kernels(env_id: str, num_envs: int, params: dict, threads_per_env: int | No
 def _ptx(module, name: str, layout, cc, env_id: str, params: dict) -> str:
     from numba import cuda
 
-    from gpu_zoo.core.compile import kernel_signature
+    from gpu_zoo.core.compiler.compile import kernel_signature
 
     fn = getattr(module, name).py_func
     sig = kernel_signature(module, name, layout)

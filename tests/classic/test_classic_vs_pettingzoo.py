@@ -187,7 +187,7 @@ def test_a_finished_agent_steps_only_with_none():
 
 
 def test_turn_based_specs_refuse_the_parallel_face():
-    from gpu_zoo.core.pettingzoo import GpuZooParallelEnv, entry_points
+    from gpu_zoo.core.faces.pettingzoo import GpuZooParallelEnv, entry_points
 
     with pytest.raises(ValueError, match="turn-based"):
         entry_points(connect_four_v3.raw_env().batched.spec)

@@ -25,7 +25,7 @@ import pytest
 import torch
 
 import gpu_zoo
-from gpu_zoo.core.rng import hash_u64
+from gpu_zoo.core.api.rng import hash_u64
 from gpu_zoo.economy import gather_trade_build as gtb
 from gpu_zoo.economy.layouts import TILE_STONE, TILE_WOOD
 from tests.economy.helpers import ECON_SMALL, P, econ_env
@@ -44,7 +44,7 @@ SUB_ACTIONS = (*(f"ContinuousDoubleAuction.{side}_{r}" for r in RESOURCES for si
 
 
 def draw(s, agent: int, k: int, t: int) -> float:
-    """Ours's draw ``k`` of ``agent`` in env 0 at step ``t`` of the current episode (gpu_zoo.core.rng.uniform)."""
+    """Ours's draw ``k`` of ``agent`` in env 0 at step ``t`` of the current episode (gpu_zoo.core.api.rng.uniform)."""
     lo, hi = (int(x) & 0x7FFFFFFF for x in s.seed[0])  # the generator takes each input mod 2**31
     bits = int(hash_u64(lo, hi, 0, agent, int(s.episode[0]), t, k))
     return (bits >> 40) / (1 << 24)  # bits_to_unit: the top 24 bits, exact in float32

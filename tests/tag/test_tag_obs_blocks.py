@@ -13,7 +13,7 @@ import torch
 import gpu_zoo
 import gpu_zoo.tag.continuous as tag
 from gpu_zoo.core import PerObs, kernel_fn
-from gpu_zoo.core.batched import BatchedEnv
+from gpu_zoo.core.runtime.batched import BatchedEnv
 
 FULL = dict(num_taggers=2, num_runners=3, max_cycles=4, tagging_distance=0.2, observe_own_state=True)
 NEAREST = dict(num_taggers=2, num_runners=3, max_cycles=5, tagging_distance=0.2,

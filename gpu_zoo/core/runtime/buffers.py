@@ -7,7 +7,7 @@ from types import SimpleNamespace
 
 import torch
 
-from .layout import Layout
+from ..compiler.layout import Layout
 
 TORCH_DTYPES = {"f64": torch.float64, "f32": torch.float32, "i32": torch.int32, "u8": torch.uint8}
 FIELD_ALIGN = 128  # bytes: a GPU cache line

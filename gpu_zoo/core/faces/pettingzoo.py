@@ -15,8 +15,8 @@ import torch
 from pettingzoo import ParallelEnv
 from pettingzoo.utils.conversions import parallel_to_aec, parallel_to_aec_wrapper
 
-from .batched import BatchedEnv, check_seed
-from .spec import EnvSpec
+from ..api.spec import EnvSpec
+from ..runtime.batched import BatchedEnv, check_seed
 
 
 class GpuZooParallelEnv(ParallelEnv):
@@ -31,7 +31,7 @@ class GpuZooParallelEnv(ParallelEnv):
 
     def __init__(self, spec: EnvSpec, render_mode: str | None = None, device="cpu", **params):
         if spec.turn_based:
-            raise ValueError(f"{spec.id} is turn-based: its PettingZoo face is the AEC env of gpu_zoo.core.aec")
+            raise ValueError(f"{spec.id} is turn-based: its PettingZoo face is the AEC env of gpu_zoo.core.faces.aec")
         check_render_mode(render_mode)
         self.metadata = {"render_modes": ["human", "rgb_array"], "name": spec.id, "is_parallelizable": True,
                          "render_fps": 15}
@@ -210,11 +210,11 @@ class Window:
 def entry_points(spec: EnvSpec):
     """The module-level functions of a versioned env module: ``env, parallel_env, raw_env, batched_env``.
 
-    For a turn-based env, `gpu_zoo.core.aec.turn_based_entry_points` instead.
+    For a turn-based env, `gpu_zoo.core.faces.aec.turn_based_entry_points` instead.
     """
     if spec.turn_based:
         raise ValueError(f"{spec.id} is turn-based: its module's functions come from "
-                         "gpu_zoo.core.aec.turn_based_entry_points")
+                         "gpu_zoo.core.faces.aec.turn_based_entry_points")
 
     def parallel_env(**kwargs) -> GpuZooParallelEnv:
         return GpuZooParallelEnv(spec, **kwargs)

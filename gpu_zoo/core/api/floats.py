@@ -1,7 +1,6 @@
 """Float arithmetic that the CPU and CUDA targets round alike."""
 
-from .jit import kernel_fn
-from .rebuild import CUDA_TWINS
+from .jit import CUDA_TWINS, kernel_fn
 
 
 @kernel_fn

@@ -7,13 +7,13 @@ import time
 
 import torch
 
-from . import compat
+from ..api.tuning import SERIAL_MAX_ENVS
+from ..compiler.compile import compile_lock, load_cuda_kernels, load_kernels
+from ..compiler.launch_shape import LaunchShape, check_launch_options, layout_launch_shape
+from ..compiler.layout import Layout
+from ..compiler.speed import compat
+from ..compiler.speed.compat import simulator_enabled
 from .buffers import Buffers
-from .compat import simulator_enabled
-from .compile import compile_lock, load_cuda_kernels, load_kernels
-from .launch_shape import LaunchShape, check_launch_options, layout_launch_shape
-from .layout import Layout
-from .tuning import SERIAL_MAX_ENVS
 
 _loaded: dict[tuple, object] = {}
 compile_seconds: dict[tuple, float] = {}

@@ -15,12 +15,12 @@ import gymnasium
 import numpy as np
 import torch
 
+from ..api.params import check_count, checked
+from ..api.spec import EnvSpec
+from ..compiler.layout import LIVE_INT_PARAMS, Layout
 from .buffers import Buffers
 from .graphs import capture
 from .launch import Launcher, check_cuda_device, default_device, simulator_enabled
-from .layout import LIVE_INT_PARAMS, Layout
-from .params import check_count, checked
-from .spec import EnvSpec
 
 _INT_DTYPES = (torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8)
 _FLOAT_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
@@ -64,13 +64,13 @@ class BatchedEnv:
         threads_per_env: CUDA threads per env, a power of two up to 1024. The default is the env's
             choice (its `Tuning.launch`), else one per agent (at most 256), and more while
             ``num_envs`` is too small to fill the GPU and the observations are large: see
-            `gpu_zoo.core.launch_shape.launch_shape`.
+            `gpu_zoo.core.compiler.launch_shape.launch_shape`.
         max_registers: cap on the CUDA kernel's registers per thread (default: 80 for blocks of
             256 threads, else the compiler's choice); a lower cap lets more blocks run at once on
             each multiprocessor, at the cost of spills.
         split_observe: on CUDA, a step as three kernels (the env's phases, the observations, the
             finished envs) instead of one: the observations then run without the per-agent
-            phases' barriers (`gpu_zoo.core.launch_shape.launch_shape`). Same values either way.
+            phases' barriers (`gpu_zoo.core.compiler.launch_shape.launch_shape`). Same values either way.
             Default: the env's choice (its `Tuning.launch`), else one kernel.
         **params: the environment's constructor arguments.
     """

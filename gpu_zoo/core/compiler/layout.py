@@ -1,7 +1,7 @@
 """From an `EnvSpec` and its params to concrete shapes, offsets, spaces and kernel constants.
 
 All state, inputs and outputs of every environment live in one allocation, structure of
-arrays: each field a contiguous ``(num_envs, *shape)`` block (`gpu_zoo.core.buffers`). Shapes
+arrays: each field a contiguous ``(num_envs, *shape)`` block (`gpu_zoo.core.runtime.buffers`). Shapes
 depend on the params only, never on ``num_envs``, so adding an environment never recompiles.
 """
 
@@ -15,7 +15,7 @@ from functools import cached_property
 import gymnasium
 import numpy as np
 
-from .spec import EnvSpec, Field, Group
+from ..api.spec import EnvSpec, Field, Group
 
 # Fields every environment has; the core reads and writes them around the env's phases.
 CORE_DOCS = {

@@ -1,7 +1,7 @@
 """How CUDA threads map to environments and agents: the launch shape a kernel is generated for.
 
 Chosen per configuration from the agent count, the observation size and the batch size; the
-generated kernel bakes it in as compile-time constants (`gpu_zoo.core.launch` launches it).
+generated kernel bakes it in as compile-time constants (`gpu_zoo.core.runtime.launch` launches it).
 """
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from ..api.params import is_int
+from ..api.tuning import FILL_THREADS, OBS_ELEMENTS_PER_LANE, WIDE_BLOCK_REGISTERS
 from .layout import Layout
-from .params import is_int
-from .tuning import FILL_THREADS, OBS_ELEMENTS_PER_LANE, WIDE_BLOCK_REGISTERS
 
 
 @dataclass(frozen=True)
@@ -65,7 +65,7 @@ def launch_shape(num_agents: int, simulator: bool = False, block: int = 128,
     kernel (16 to 255). By default a block of 256 threads gets a cap of `WIDE_BLOCK_REGISTERS`,
     so three fit on a multiprocessor (65536 registers); smaller blocks get the compiler's choice.
     The figures behind each constant: `benchmarks/tuning_records.py` (docs: Tuning).
-    ``split_observe`` launches a step as three kernels (`gpu_zoo.core.plan.step_kernels`).
+    ``split_observe`` launches a step as three kernels (`gpu_zoo.core.compiler.plan.step_kernels`).
     """
     check_launch_options(threads_per_env, max_registers, split_observe)
     if threads_per_env is not None:

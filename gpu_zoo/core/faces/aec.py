@@ -24,9 +24,9 @@ from pettingzoo import AECEnv
 from pettingzoo.utils import AgentSelector, wrappers
 from pettingzoo.utils.conversions import parallel_wrapper_fn
 
-from .batched import BatchedEnv, check_seed
+from ..api.spec import EnvSpec, Group
+from ..runtime.batched import BatchedEnv, check_seed
 from .pettingzoo import Window, check_render_mode
-from .spec import EnvSpec, Group
 
 
 class _OneEnvAEC(AECEnv):

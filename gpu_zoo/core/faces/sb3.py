@@ -18,7 +18,7 @@ import numpy as np
 import torch
 from stable_baselines3.common.vec_env import VecEnv
 
-from .batched import BatchedEnv
+from ..runtime.batched import BatchedEnv
 
 
 def random_policy(env: BatchedEnv, group: str) -> torch.Tensor:

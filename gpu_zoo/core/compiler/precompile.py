@@ -4,7 +4,7 @@ A container image built once, a cluster's shared cache folder, a job about to st
 together: compiling there moves the cold start (seconds to tens of seconds per configuration) out
 of every later process. What is compiled is exactly what a first step compiles, through the public
 ``make``, ``reset`` and ``step``: nothing can go stale between this and a real run. CUDA kernels are
-compiled for a launch shape, which depends on the batch size (`gpu_zoo.core.launch_shape`): fill
+compiled for a launch shape, which depends on the batch size (`gpu_zoo.core.compiler.launch_shape`): fill
 the cache with the ``num_envs`` the run will use.
 """
 

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from ..api.params import check_count
 from .compile import generate_source
 from .launch_shape import check_launch_options, layout_launch_shape
 from .layout import Layout
-from .params import check_count
 
 TARGETS = ("cpu", "cuda", "cudasim")
 

@@ -6,9 +6,9 @@ a fraction of a second instead of recompiling (functions built in a closure neve
 The file name is a hash of the generated source and of the sources it calls, because Numba's own
 cache does not notice when a called function in another module changes.
 
-The parts: `gpu_zoo.core.plan` (the stages of each kernel, free of any target),
-`gpu_zoo.core.codegen_cpu` and `gpu_zoo.core.codegen_cuda` (those stages as source), and
-`gpu_zoo.core.launch_shape` (how CUDA threads map to envs and agents). This module joins them
+The parts: `gpu_zoo.core.compiler.plan` (the stages of each kernel, free of any target),
+`gpu_zoo.core.compiler.codegen_cpu` and `gpu_zoo.core.compiler.codegen_cuda` (those stages as source), and
+`gpu_zoo.core.compiler.launch_shape` (how CUDA threads map to envs and agents). This module joins them
 into one module per configuration and loads it.
 """
 
@@ -28,19 +28,19 @@ import numba
 import numpy as np
 from numba.core.dispatcher import Dispatcher
 
+from ..api import rng as _rng
 from . import episode as _episode
-from . import rebuild as _rebuild
-from . import rng as _rng
-from . import state_fields as _state_fields
 from .codegen_cpu import CPU_HELPER, cpu_drivers
 from .codegen_cuda import cuda_body, cuda_driver
 from .kernel_cache import cache_dir
 from .launch_shape import LaunchShape
 from .layout import LIVE_INT_PARAMS, Layout
 from .plan import WHOLE_STATE, Stages, fields_direct, ladder_source, stages, state_tuple, step_kernels, wide_call
-from .state_fields import SubStates, flush
+from .speed import rebuild as _rebuild
+from .speed import state_fields as _state_fields
+from .speed.state_fields import SubStates, flush
 
-_OBSERVING = ("gpu_zoo.core.episode", "observing")  # imported as _observing by every generated module
+_OBSERVING = (_episode.__name__, "observing")  # imported as _observing by every generated module
 CUDA_KERNELS = ("drive", "step_phases", "step_observe", "step_finished")
 """The kernels a generated CUDA module may hold: ``drive`` (a step or a reset), or the split step's three."""
 
@@ -143,12 +143,12 @@ def generate_source(layout: Layout, target: str, shape: LaunchShape | None) -> s
         *(["from numba import njit, prange"] if target == "cpu" else ["from numba import njit, cuda"]),
         *sorted(f"from {m} import {n} as {a}" for a, (m, n) in imports.items()),
         f"from {_OBSERVING[0]} import {_OBSERVING[1]} as _observing",
-        *(["from gpu_zoo.core.rebuild import rebuild, plain, cuda_device", "_memo = {}"] if cuda else []),
+        *([f"from {_rebuild.__name__} import rebuild, plain, cuda_device", "_memo = {}"] if cuda else []),
         *(["_observing = rebuild(_observing, " + wrap + ", _memo)"] if cuda else []),
         *(f"{a} = rebuild({a}, {wrap}, _memo)" for a in (sorted(imports) if cuda else ())),
         # On the CPU an observation function and its helpers are inlined into the element loop: a
         # call per element, passing the state tuple (every field's array), costs more than most elements.
-        *(["from gpu_zoo.core.rebuild import rebuild, cpu_inline, cpu_inline_only", "_inline = {}"]
+        *([f"from {_rebuild.__name__} import rebuild, cpu_inline, cpu_inline_only", "_inline = {}"]
           if not cuda else []),
         *(() if cuda else _cpu_inlined(layout, imports, sorted(step.per_obs | reset.per_obs))),
         f"State = namedtuple('State', {tuple(layout.fields)!r})",
@@ -160,7 +160,8 @@ def generate_source(layout: Layout, target: str, shape: LaunchShape | None) -> s
     ladders = {**step.ladders, **reset.ladders}
     parts = ["\n".join(head), params_src,
              *(ladder_source(name, ladder, ladder_deco[target]) for name, ladder in sorted(ladders.items()))]
-    # each call passes the state fields its callee uses (`gpu_zoo.core.state_fields`): their types are defined here
+    # each call passes the state fields its callee uses (`gpu_zoo.core.compiler.speed.state_fields`):
+    # their types are defined here
     subs = SubStates(layout, {**imports, "_observing": _OBSERVING}, narrow_params=cuda)
     subs.helpers["_params"] = subs.fields_of_source(params_src[params_src.index("def _params("):])
     if target == "cpu":
@@ -235,7 +236,7 @@ def kernel_signature(module, name: str, layout: Layout) -> tuple:
 
 
 class CudaKernels:
-    """A generated CUDA module's kernels as cubins (`gpu_zoo.core.cubin.Kernel`), by name."""
+    """A generated CUDA module's kernels as cubins (`gpu_zoo.core.compiler.cubin.Kernel`), by name."""
 
     def __init__(self, name: str, path: Path, kernels: dict):
         self.__name__, self.__file__ = name, str(path)
@@ -250,7 +251,8 @@ def load_cuda_kernels(layout: Layout, shape: LaunchShape, cc: tuple[int, int]) -
     module nor numba-cuda; otherwise it compiles (one process at a time per module: the others
     wait, then load what it wrote).
     """
-    from . import compat, cubin, ptxas
+    from . import cubin, ptxas
+    from .speed import compat
 
     modname, path = _written(layout, "cuda", shape)
     names = _kernel_names(shape)
@@ -279,7 +281,7 @@ def load_cuda_kernels(layout: Layout, shape: LaunchShape, cc: tuple[int, int]) -
 def cuda_compiler() -> str:
     """The compiler release in the name of every CUDA product kept in the cache (cubins, PTX markers).
 
-    ``whole``: cubins assembled as whole programs (`gpu_zoo.core.ptxas`); those of earlier
+    ``whole``: cubins assembled as whole programs (`gpu_zoo.core.compiler.ptxas`); those of earlier
     releases, linked as relocatable code, are not reused.
     """
     from importlib.metadata import version

@@ -7,7 +7,7 @@ Execution model (the same on both targets):
     a thread looping over agents when there are more agents than threads;
   - on CPU, ``prange`` runs environments in parallel and the stages in order inside each.
 
-`gpu_zoo.core.codegen_cpu` and `gpu_zoo.core.codegen_cuda` write these stages out as source.
+`gpu_zoo.core.compiler.codegen_cpu` and `gpu_zoo.core.compiler.codegen_cuda` write these stages out as source.
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ from __future__ import annotations
 import re
 import sys
 
+from ..api.spec import PerAgent, PerEnv, PerItem, PerObs
 from . import episode as _episode
 from .layout import Layout
-from .spec import PerAgent, PerEnv, PerItem, PerObs
 
 
 def _qualified(fn) -> tuple[str, str]:

@@ -1,8 +1,8 @@
 """The kernel cache: the one folder where gpu_zoo keeps what it compiles, shared by every process.
 
-It holds the generated kernel modules and Numba's cache of them (`gpu_zoo.core.compile`), CUDA
-cubins (`gpu_zoo.core.cubin`) and the state fields each kernel function uses
-(`gpu_zoo.core.state_fields`). ``GPU_ZOO_CACHE_DIR`` names it; by default it lies in the user's
+It holds the generated kernel modules and Numba's cache of them (`gpu_zoo.core.compiler.compile`), CUDA
+cubins (`gpu_zoo.core.compiler.cubin`) and the state fields each kernel function uses
+(`gpu_zoo.core.compiler.speed.state_fields`). ``GPU_ZOO_CACHE_DIR`` names it; by default it lies in the user's
 cache directory (``$XDG_CACHE_HOME``, else ``~/.cache``), never inside the installed package.
 """
 

@@ -3,7 +3,7 @@
 Compiled into every kernel beside the env's phases, on both targets.
 """
 
-from .jit import kernel_fn
+from ..api.jit import kernel_fn
 
 
 @kernel_fn

@@ -200,14 +200,14 @@ class PerObs:
     ``PerObs()`` without ``fn`` fills each `ObsBlock` with its own ``fill`` function (every block
     of every group must have one): the form to start with. The core finds each element's block,
     as a function of the whole row would; the env's ``Tuning(observe_by_block=True)`` has it
-    write the blocks as below instead (`gpu_zoo.core.tuning.Tuning`).
+    write the blocks as below instead (`gpu_zoo.core.api.tuning.Tuning`).
     A function of the whole row stays for observations whose elements share work that blocks
     cannot (measure before choosing it).
 
     It returns element ``i`` of agent ``a``'s observation. The core stores it in
     ``s.obs_<group>``, with neighbouring threads writing neighbouring elements: coalesced on a
     GPU, where a row written by each agent's own thread is not. It is called only for agents
-    that are `gpu_zoo.core.episode.observing` (in the game, or leaving it at this step); the
+    that are `gpu_zoo.core.compiler.episode.observing` (in the game, or leaving it at this step); the
     core writes zeros for the others.
 
     With ``by_block=True`` it is ``fn(s, p, e, a, b, j) -> float32`` instead: element ``j`` of
@@ -270,19 +270,19 @@ class EnvSpec:
         render: ``render(state, params) -> uint8 (H, W, 3)``; ``state`` maps field names to the
             NumPy arrays of one environment.
         module: the module whose docstring documents the environment.
-        tuning: the env's performance knobs (`gpu_zoo.core.tuning.Tuning`: its GPU launch, how
+        tuning: the env's performance knobs (`gpu_zoo.core.api.tuning.Tuning`: its GPU launch, how
             fills are laid out); the benchmarks behind them are kept in `benchmarks/tuning_records.py`.
             Optional: without it the core's general choices apply, and every env runs well under them.
         play: how the agents take their actions.
             ``"simultaneous"`` (the default): every agent acts at every step; the PettingZoo face is
-            a ``ParallelEnv`` (`gpu_zoo.core.pettingzoo`). ``"turns"``: one agent moves at a time
+            a ``ParallelEnv`` (`gpu_zoo.core.faces.pettingzoo`). ``"turns"``: one agent moves at a time
             (board games); the core adds the field ``current_player`` (per env: the global index of
             the agent to move), which the env's reset phases set and its step phases advance, a
             step reads only that agent's action, the batched face hands it out as
             ``env.current_player`` and the PettingZoo face is an AEC env following it as
-            ``agent_selection`` (`gpu_zoo.core.aec.GpuZooAECEnv`). ``"rounds"``: a simultaneous
+            ``agent_selection`` (`gpu_zoo.core.faces.aec.GpuZooAECEnv`). ``"rounds"``: a simultaneous
             game whose PettingZoo face is an AEC env taking a round's moves one agent after
-            another, as PettingZoo's rock-paper-scissors (`gpu_zoo.core.aec.GpuZooRoundsEnv`).
+            another, as PettingZoo's rock-paper-scissors (`gpu_zoo.core.faces.aec.GpuZooRoundsEnv`).
     """
 
     id: str
@@ -302,7 +302,7 @@ class EnvSpec:
         if self.play not in PLAYS:
             raise ValueError(f"{self.id}: play must be one of {PLAYS}, got {self.play!r}")
         if not isinstance(self.tuning, Tuning):
-            raise TypeError(f"{self.id}: tuning must be a gpu_zoo.core.tuning.Tuning, got {self.tuning!r}")
+            raise TypeError(f"{self.id}: tuning must be a gpu_zoo.core.api.tuning.Tuning, got {self.tuning!r}")
         if not (dataclasses.is_dataclass(self.params) and self.params.__dataclass_params__.frozen):
             raise TypeError(f"{self.id}: params must be a frozen dataclass")
         if "max_cycles" not in {f.name for f in dataclasses.fields(self.params)}:

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from ..api.tuning import ONE_OBS_LOOP_ELEMENTS
 from .layout import Layout
 from .plan import WHOLE_STATE, Stages, block_runs, bound_groups, field_args, fields_direct, restart_tail, state_tuple
-from .state_fields import SubStates
-from .tuning import ONE_OBS_LOOP_ELEMENTS
+from .speed.state_fields import SubStates
 
 CPU_HELPER = "@njit(cache=True, _nrt=False, error_model='numpy', no_cpython_wrapper=True, no_cfunc_wrapper=True)"
 """Decorator of a generated function only the drivers call (the params, an element stage).

@@ -7,7 +7,7 @@ one function, and the state namedtuple is never passed (or copied) between calls
 simulator, the copies stay plain Python, since it hands kernels fake device arrays that
 compiled functions cannot take. Either way the kernel runs the very same env source.
 
-A twin passes the state on as the generated kernel does (`gpu_zoo.core.state_fields`): each call
+A twin passes the state on as the generated kernel does (`gpu_zoo.core.compiler.speed.state_fields`): each call
 ``helper(s, ...)`` gives the helper a tuple of only the fields it uses, of one type per set of
 fields. Numba compiles a function once per argument types: passed its callers' states, a helper
 called from eight phases (the RNG's ``uniform``) compiled eight times, each typing and lowering a
@@ -31,10 +31,8 @@ from pathlib import Path
 
 from numba.core.dispatcher import Dispatcher
 
+from ...api.jit import CUDA_TWINS
 from .state_fields import state_fields
-
-CUDA_TWINS: dict = {}
-"""njit function -> factory of the CUDA device function that replaces it on CUDA (`gpu_zoo.core.floats`)."""
 
 
 def rebuild(fn, wrap: Callable, memo: dict):

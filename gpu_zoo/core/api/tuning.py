@@ -1,6 +1,6 @@
 """Tuning: the one optional place for an env's performance knobs, and the core's own constants.
 
-An env that sets no `Tuning` runs under the core's general choices (`gpu_zoo.core.launch_shape`),
+An env that sets no `Tuning` runs under the core's general choices (`gpu_zoo.core.compiler.launch_shape`),
 which are tuned for every env at once. An env's `Tuning` overrides them where a benchmark showed
 its kernel runs faster otherwise. The figures behind every choice, the core's constants here and
 each env's knobs, are kept outside the package, in `benchmarks/tuning_records.py`, with the record
@@ -27,7 +27,7 @@ class Tuning:
         launch: ``launch(params, num_envs) -> dict`` with any of ``threads_per_env``,
             ``max_registers`` (the GPU launch, used when the caller of ``make`` gives neither) and
             ``split_observe`` (used when the caller does not give it). Return ``{}`` for the core's
-            choice; see `gpu_zoo.core.launch_shape.launch_shape` for what each means.
+            choice; see `gpu_zoo.core.compiler.launch_shape.launch_shape` for what each means.
         observe_by_block: with `PerObs()` (each `ObsBlock` filled by its own function), write a
             run of equal-size blocks together: a lane computes offset ``j`` of every block of the
             run before storing any, so what they share for that offset is read once (see

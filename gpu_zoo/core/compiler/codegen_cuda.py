@@ -154,13 +154,13 @@ def _action_type(layout: Layout, g: str) -> tuple:
 def _prologue(name: str, args: str, layout: Layout, shape: LaunchShape, sim: bool) -> list[str]:
     """A kernel's head: its env and lane, whether the env exists (``ok``), its params, its scratch arrays."""
     tpe, epb = shape.threads_per_env, shape.envs_per_block
-    # Assembled whole from the PTX numba-cuda makes anyway (`gpu_zoo.core.ptxas`): with LTO it also
+    # Assembled whole from the PTX numba-cuda makes anyway (`gpu_zoo.core.compiler.ptxas`): with LTO it also
     # makes LTO-IR with NVVM and nvJitLink optimises the whole module again, the larger part of a
     # cold compile's back end, for the same code.
     # `cuda.jit` is handed the function itself: as a decorator factory it drops ``lto``.
     options = ["lto=False"] + ([f"max_registers={shape.max_registers}"] if shape.max_registers else [])
     # Masks tell the compiler that env and lane are not negative (`NONNEG`).
-    # no Numba cache: each kernel's cubin is kept by `gpu_zoo.core.cubin`, which launches it
+    # no Numba cache: each kernel's cubin is kept by `gpu_zoo.core.compiler.cubin`, which launches it
     return ["@cuda.jit" if sim else f"@partial(cuda.jit, {', '.join(options)})", f"def {name}({args}):",
             f"    s = {state_tuple(layout)}",
             "    n_env = s.t.shape[0]", "    tid = cuda.threadIdx.x & 1023",

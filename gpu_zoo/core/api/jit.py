@@ -11,3 +11,9 @@ which another process cannot unpickle. The generated kernels are cached with the
 No Python or C-callable wrappers: these functions are only called from kernels, and a wrapper
 that unpacks the whole state tuple costs more compile time than the function itself.
 """
+
+CUDA_TWINS: dict = {}
+"""Kernel function -> factory of the CUDA device function that replaces it on CUDA (`gpu_zoo.core.api.floats`).
+
+Declared beside the function it replaces; the compiler swaps it in when it builds a CUDA kernel.
+"""

@@ -29,11 +29,11 @@ from numba.core import ir
 from numba.core.compiler import run_frontend
 from numba.core.dispatcher import Dispatcher
 
-from .kernel_cache import cache_dir
-from .plan import STATE_FIELD, WHOLE_STATE
+from ..kernel_cache import cache_dir
+from ..plan import STATE_FIELD, WHOLE_STATE
 
 if TYPE_CHECKING:
-    from .layout import Layout
+    from ..layout import Layout
 
 _memo: dict[tuple, frozenset[str] | None] = {}
 _disk: dict | None = None  # what `_direct` found, loaded from disk on first use
@@ -59,10 +59,8 @@ def _closure(py, arg: int) -> frozenset[str] | None:
     attrs, calls = direct
     used = set(attrs)
     for module, qualname, index in calls:
-        callee = sys.modules.get(module)
-        for part in qualname.split("."):
-            callee = getattr(callee, part, None)
-        sub = state_fields(callee, index) if isinstance(callee, Dispatcher) else None
+        callee = _callee(module, qualname)
+        sub = state_fields(callee, index) if callee is not None else None
         if sub is None:
             return None
         used |= sub
@@ -79,10 +77,27 @@ def _direct(py, arg: int) -> list | None:
     key = f"{sys.version_info[:2]}:{py.__module__}:{py.__qualname__}:{arg}:" + \
         hashlib.sha256(marshal.dumps(py.__code__)).hexdigest()[:20]
     disk = _load_disk()
-    if key not in disk:
+    if key not in disk or not _resolves(disk[key]):
         disk[key] = _read_ir(py, arg)
         _dirty = True
     return disk[key]
+
+
+def _callee(module: str, qualname: str) -> Dispatcher | None:
+    """The Numba function ``module.qualname``, None where there is none (the module is not loaded, say)."""
+    callee = sys.modules.get(module)
+    for part in qualname.split("."):
+        callee = getattr(callee, part, None)
+    return callee if isinstance(callee, Dispatcher) else None
+
+
+def _resolves(direct: list | None) -> bool:
+    """Whether every callee a kept answer names is still found where it names it.
+
+    The key holds the function's own code, not where the functions it calls live: a callee moved to
+    another module since the answer was kept makes the answer stale, read off the IR again.
+    """
+    return direct is None or all(_callee(module, qualname) is not None for module, qualname, _ in direct[1])
 
 
 def flush():
@@ -206,7 +221,7 @@ def _callees(var: str, defs: dict, depth: int) -> set | None:
 
 
 class SubStates:
-    """Each call's state argument: a tuple of only the fields its callee uses (`gpu_zoo.core.state_fields`).
+    """Each call's state argument: a tuple of only the fields its callee uses (`state_fields`).
 
     Numba types, lowers and compiles for the state tuple at every call passing it, a cost that
     grows with its fields; a callee whose fields cannot be told (None) gets the whole state.
@@ -282,8 +297,8 @@ class SubStates:
         return _PASSES_STATE.sub(call, code)
 
     def source(self) -> list[str]:
-        """Each narrowed type, the one `gpu_zoo.core.rebuild` gives the rebuilt functions for its fields."""
+        """Each narrowed type, the one `gpu_zoo.core.compiler.speed.rebuild` gives rebuilt functions for its fields."""
         if not self.types:
             return []
-        return ["from gpu_zoo.core.rebuild import narrow_type",
+        return [f"from {__package__}.rebuild import narrow_type",
                 *(f"{name} = narrow_type({kind!r}, {names!r})" for (kind, names), name in self.types.items())]

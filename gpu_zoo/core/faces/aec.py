@@ -26,10 +26,10 @@ from pettingzoo.utils.conversions import parallel_wrapper_fn
 
 from ..api.spec import EnvSpec, Group
 from ..runtime.batched import BatchedEnv, check_seed
-from .pettingzoo import Window, check_render_mode
+from .pettingzoo import OneEnvFace
 
 
-class _OneEnvAEC(AECEnv):
+class _OneEnvAEC(OneEnvFace, AECEnv):
     """What both AEC faces share: one env of a spec, its agents and spaces, and PettingZoo's bookkeeping.
 
     The env is a `BatchedEnv` of one without auto-reset; moves are checked before they reach it, and
@@ -38,38 +38,15 @@ class _OneEnvAEC(AECEnv):
 
     def __init__(self, spec: EnvSpec, render_mode: str | None = None, device="cpu", **params):
         super().__init__()
-        self.render_mode = check_render_mode(render_mode)
+        self._open(spec, render_mode, device, params)
         self.metadata = {"render_modes": ["human", "rgb_array"], "name": spec.id,
                          "is_parallelizable": not spec.turn_based, "render_fps": 2}
-        self._env = BatchedEnv(spec, 1, device=device, autoreset=False, validate=False, **params)
         layout = self._env.layout
-        self._slots = {}  # agent -> (group, index in group, global index)
-        for g, gi in layout.groups.items():
-            for i, name in enumerate(gi.group.names):
-                self._slots[name] = (g, i, gi.lo + i)
-        self.possible_agents = list(self._slots)
         self.agents = self.possible_agents[:]
         self._obs_spaces = {a: _observation_space(layout.groups[g]) for a, (g, _, _) in self._slots.items()}
         self._act_spaces = {a: copy.deepcopy(layout.groups[g].action_space) for a, (g, _, _) in self._slots.items()}
         self._noop = {g: np.zeros((1, gi.count, *gi.action_shape), np.int64) for g, gi in layout.groups.items()}
-        self._window = Window()
         self._host = None  # the env's observations, masks and flags, copied once after each reset and step
-
-    @property
-    def batched(self) -> BatchedEnv:
-        """The underlying one-environment `BatchedEnv`."""
-        return self._env
-
-    def observation_space(self, agent):
-        return self._obs_spaces[self._check_agent(agent)]
-
-    def action_space(self, agent):
-        return self._act_spaces[self._check_agent(agent)]
-
-    def _check_agent(self, agent):
-        if agent not in self._slots:
-            raise ValueError(f"unknown agent {agent!r}; agents are {self.possible_agents}")
-        return agent
 
     def reset(self, seed: int | None = None, options: dict | None = None):
         seed = check_seed(seed)  # before anything changes: a refused seed leaves the game as it was
@@ -123,19 +100,6 @@ class _OneEnvAEC(AECEnv):
             "rew": f.rew[0].cpu().numpy(), "term": f.term[0].cpu().numpy(), "trunc": f.trunc[0].cpu().numpy(),
             "current_player": int(f.current_player[0]) if env.spec.turn_based else None,
         }
-
-    def render(self):
-        if self.render_mode is None:
-            gymnasium.logger.warn("render() called without a render_mode; pass render_mode='rgb_array'")
-            return None
-        frame = self._env.render(0)
-        if self.render_mode == "rgb_array":
-            return frame
-        self._window.show(frame)
-        return None
-
-    def close(self):
-        self._window.close()
 
 
 class GpuZooAECEnv(_OneEnvAEC):

@@ -19,45 +19,22 @@ from ..api.spec import EnvSpec
 from ..runtime.batched import BatchedEnv, check_seed
 
 
-class GpuZooParallelEnv(ParallelEnv):
-    """A PettingZoo ``ParallelEnv`` over one environment of a gpu_zoo spec.
+class OneEnvFace:
+    """What the PettingZoo faces share over their one-env `BatchedEnv`: agents, spaces, render, close.
 
-    Args:
-        spec: the environment's `EnvSpec`.
-        render_mode: ``None``, ``"rgb_array"`` or ``"human"`` (a pygame window).
-        device: where the single environment runs; the CPU by default.
-        **params: the environment's constructor arguments.
+    A face's ``__init__`` calls `_open` first; its own spaces then go in ``_obs_spaces`` and
+    ``_act_spaces`` (one object per agent, so each agent's action space seeds on its own).
     """
 
-    def __init__(self, spec: EnvSpec, render_mode: str | None = None, device="cpu", **params):
-        if spec.turn_based:
-            raise ValueError(f"{spec.id} is turn-based: its PettingZoo face is the AEC env of gpu_zoo.core.faces.aec")
-        check_render_mode(render_mode)
-        self.metadata = {"render_modes": ["human", "rgb_array"], "name": spec.id, "is_parallelizable": True,
-                         "render_fps": 15}
-        self.render_mode = render_mode
+    def _open(self, spec: EnvSpec, render_mode, device, params: dict):
+        self.render_mode = check_render_mode(render_mode)
         self._env = BatchedEnv(spec, 1, device=device, autoreset=False, validate=False, **params)
-        self.spec_ = spec
-        layout = self._env.layout
         self._slots = {}  # agent -> (group, index in group, global index)
-        for g, gi in layout.groups.items():
+        for g, gi in self._env.layout.groups.items():
             for i, name in enumerate(gi.group.names):
                 self._slots[name] = (g, i, gi.lo + i)
         self.possible_agents = list(self._slots)
-        self.agents: list[str] = []
-        self._was_reset = False
-        # One space object per agent (not shared), so each agent's action space seeds on its own.
-        group_of = {a: layout.groups[g] for a, (g, _, _) in self._slots.items()}
-        self._obs_spaces = {a: copy.deepcopy(gi.observation_space) for a, gi in group_of.items()}
-        self._act_spaces = {a: copy.deepcopy(gi.action_space) for a, gi in group_of.items()}
-        self.state_space = gymnasium.spaces.Box(-np.inf, np.inf, (layout.obs_elements,), np.float32)
         self._window = Window()
-        self._noop = {g: np.zeros((1, gi.count, *gi.action_shape), np.float32 if gi.action_dtype == "f32" else np.int64)
-                      for g, gi in layout.groups.items()}
-        for g, gi in layout.groups.items():
-            sp = gi.action_space
-            if isinstance(sp, gymnasium.spaces.Box):
-                self._noop[g][:] = np.clip(0.0, sp.low, sp.high)
 
     @property
     def batched(self) -> BatchedEnv:
@@ -74,6 +51,51 @@ class GpuZooParallelEnv(ParallelEnv):
         if agent not in self._slots:
             raise ValueError(f"unknown agent {agent!r}; agents are {self.possible_agents}")
         return agent
+
+    def render(self):
+        if self.render_mode is None:
+            gymnasium.logger.warn("render() called without a render_mode; pass render_mode='rgb_array'")
+            return None
+        frame = self._env.render(0)
+        if self.render_mode == "rgb_array":
+            return frame
+        self._window.show(frame)
+        return None
+
+    def close(self):
+        self._window.close()
+
+
+class GpuZooParallelEnv(OneEnvFace, ParallelEnv):
+    """A PettingZoo ``ParallelEnv`` over one environment of a gpu_zoo spec.
+
+    Args:
+        spec: the environment's `EnvSpec`.
+        render_mode: ``None``, ``"rgb_array"`` or ``"human"`` (a pygame window).
+        device: where the single environment runs; the CPU by default.
+        **params: the environment's constructor arguments.
+    """
+
+    def __init__(self, spec: EnvSpec, render_mode: str | None = None, device="cpu", **params):
+        if spec.turn_based:
+            raise ValueError(f"{spec.id} is turn-based: its PettingZoo face is the AEC env of gpu_zoo.core.faces.aec")
+        self._open(spec, render_mode, device, params)
+        self.metadata = {"render_modes": ["human", "rgb_array"], "name": spec.id, "is_parallelizable": True,
+                         "render_fps": 15}
+        self.spec_ = spec
+        layout = self._env.layout
+        self.agents: list[str] = []
+        self._was_reset = False
+        group_of = {a: layout.groups[g] for a, (g, _, _) in self._slots.items()}
+        self._obs_spaces = {a: copy.deepcopy(gi.observation_space) for a, gi in group_of.items()}
+        self._act_spaces = {a: copy.deepcopy(gi.action_space) for a, gi in group_of.items()}
+        self.state_space = gymnasium.spaces.Box(-np.inf, np.inf, (layout.obs_elements,), np.float32)
+        self._noop = {g: np.zeros((1, gi.count, *gi.action_shape), np.float32 if gi.action_dtype == "f32" else np.int64)
+                      for g, gi in layout.groups.items()}
+        for g, gi in layout.groups.items():
+            sp = gi.action_space
+            if isinstance(sp, gymnasium.spaces.Box):
+                self._noop[g][:] = np.clip(0.0, sp.low, sp.high)
 
     # ------------------------------------------------------------------ API
     def reset(self, seed: int | None = None, options: dict | None = None):
@@ -160,18 +182,6 @@ class GpuZooParallelEnv(ParallelEnv):
         """The global state: every agent's observation, concatenated in agent order."""
         return self._env.global_state()[0].cpu().numpy()
 
-    def render(self):
-        if self.render_mode is None:
-            gymnasium.logger.warn("render() called without a render_mode; pass render_mode='rgb_array'")
-            return None
-        frame = self._env.render(0)
-        if self.render_mode == "rgb_array":
-            return frame
-        self._window.show(frame)
-        return None
-
-    def close(self):
-        self._window.close()
 
 
 def check_render_mode(render_mode):

@@ -4,7 +4,16 @@ from __future__ import annotations
 
 from ..api.tuning import ONE_OBS_LOOP_ELEMENTS
 from .layout import Layout
-from .plan import WHOLE_STATE, Stages, block_runs, bound_groups, field_args, fields_direct, restart_tail, state_tuple
+from .plan import (
+    Stages,
+    block_runs,
+    bound_groups,
+    field_args,
+    fields_direct,
+    keeps_state_tuple,
+    restart_tail,
+    state_tuple,
+)
 from .speed.state_fields import SubStates
 
 CPU_HELPER = "@njit(cache=True, _nrt=False, error_model='numpy', no_cpython_wrapper=True, no_cfunc_wrapper=True)"
@@ -96,7 +105,7 @@ def cpu_drivers(step: Stages, reset: Stages, layout: Layout, helpers: dict, subs
     for name, body in helpers.values():  # an element helper is passed the fields its body uses
         subs.helpers[name] = subs.fields_of_source(body)
     head = [fields_direct(subs.narrow(line), layout) for line in head]
-    if any(WHOLE_STATE.search(line) for line in head):  # a callee whose fields cannot be told takes it all
+    if keeps_state_tuple(head):  # a callee whose fields cannot be told takes it all
         # built inside the loop: a namedtuple crossing into a parfor body fails to lower
         head.insert(0, f"s = {state_tuple(layout)}")
     out = []

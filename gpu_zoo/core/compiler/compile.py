@@ -35,7 +35,8 @@ from .codegen_cuda import cuda_body, cuda_driver
 from .kernel_cache import cache_dir
 from .launch_shape import LaunchShape
 from .layout import LIVE_INT_PARAMS, Layout
-from .plan import WHOLE_STATE, Stages, fields_direct, ladder_source, stages, state_tuple, step_kernels, wide_call
+from .plan import Stages, fields_direct, keeps_state_tuple, ladder_source, stages, state_tuple, step_kernels, wide_call
+from .speed import ENABLED as _ACCELERATED
 from .speed import rebuild as _rebuild
 from .speed import state_fields as _state_fields
 from .speed.state_fields import SubStates, flush
@@ -137,6 +138,8 @@ def generate_source(layout: Layout, target: str, shape: LaunchShape | None) -> s
     head = [
         f"# gpu_zoo kernels for {layout.spec.id}, target {target}, launch {shape}",
         f"# dependencies {_dependency_hash([step, reset])}, numba {numba.__version__}",
+        # in the text, so in the module's name: the two settings never share a cached kernel
+        f"# compile accelerations {'on' if _ACCELERATED else 'off'} (GPU_ZOO_COMPILE_ACCELERATIONS)",
         "import numpy as np",
         "from collections import namedtuple",
         "from functools import partial",
@@ -189,7 +192,7 @@ def _cuda_kernel(src: str, layout: Layout, subs: SubStates) -> str:
     """
     lines = [fields_direct(line, layout) for line in subs.narrow(src).splitlines()]
     built = f"    s = {state_tuple(layout)}"
-    if not any(WHOLE_STATE.search(line) for line in lines if line != built):
+    if not keeps_state_tuple([line for line in lines if line != built]):
         lines.remove(built)
     return "\n".join(lines)
 

@@ -18,6 +18,7 @@ import sys
 from ..api.spec import PerAgent, PerEnv, PerItem, PerObs
 from . import episode as _episode
 from .layout import Layout
+from .speed import ENABLED as _ACCELERATED
 
 
 def _qualified(fn) -> tuple[str, str]:
@@ -262,7 +263,7 @@ def wide_call(name: str, args: list[str]) -> str:
     argument, each copied whole from the last (tag_continuous's state of 40 fields: 3.2 MB of its
     kernel's 5.6 MB of NVVM IR).
     """
-    if len(args) <= CALL_ARGS_MAX:
+    if len(args) <= CALL_ARGS_MAX or not _ACCELERATED:  # off (`gpu_zoo.core.compiler.speed`): one plain call
         return f"{name}({', '.join(args)})"
     chunks = [args[i:i + CALL_ARGS_MAX] for i in range(0, len(args), CALL_ARGS_MAX)]
     return f"{name}(*(" + " + ".join(f"({', '.join(c)},)" for c in chunks) + "))"
@@ -277,6 +278,7 @@ STATE_FIELD = re.compile(r"(?<![\w.])s\.(\w+)")
 """A field read off the state ``s``: ``s.pos_x``."""
 WHOLE_STATE = re.compile(r"(?<![\w.])s\b(?!\.)")
 """The state ``s`` itself, not one of its fields: a call passing all of it."""
+_ANY_STATE = re.compile(r"(?<![\w.])s\b")
 
 
 def fields_direct(line: str, layout: Layout) -> str:
@@ -287,7 +289,15 @@ def fields_direct(line: str, layout: Layout) -> str:
     loads apart (the economy's cold first step 15.3 -> 13.8 s, its parallel driver's compile 33 ->
     20 s, on 2 cores); on CUDA the type filled NVVM's IR (tag_continuous's kernel 3.1 -> 1.0 MB).
     """
+    if not _ACCELERATED:  # `gpu_zoo.core.compiler.speed`: read off the state tuple
+        return line
     return STATE_FIELD.sub(lambda m: f"f_{m.group(1)}" if m.group(1) in layout.fields else m.group(0), line)
+
+
+def keeps_state_tuple(lines: list[str]) -> bool:
+    """Whether a kernel's lines need its state tuple ``s``: a call passing it whole, or (accelerations off) any use."""
+    pattern = WHOLE_STATE if _ACCELERATED else _ANY_STATE
+    return any(pattern.search(line) for line in lines)
 
 
 def ladder_source(name: str, ladder: list[tuple[str, int, int]], deco: str) -> str:

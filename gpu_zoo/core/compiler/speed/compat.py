@@ -8,6 +8,8 @@ import time
 
 import numpy as np
 
+from . import ENABLED
+
 
 def _numpy_shim():
     # NumPy 2.5 removed row_stack; numba-cuda 0.30 still refers to it while compiling any kernel.
@@ -35,8 +37,8 @@ def import_cuda():
     except ImportError as err:  # pragma: no cover - depends on the install
         raise ImportError("the CUDA target needs numba-cuda: pip install 'gpu_zoo[cuda]'") from err
     if simulator_enabled():
-        _simulator_yields()
-    else:
+        _simulator_yields()  # a run-time matter of the simulator: kept with the accelerations off
+    elif ENABLED:
         _quick_compile_flags()
     return cuda
 

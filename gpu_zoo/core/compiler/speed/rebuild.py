@@ -32,6 +32,7 @@ from pathlib import Path
 from numba.core.dispatcher import Dispatcher
 
 from ...api.jit import CUDA_TWINS
+from . import ENABLED
 from .state_fields import state_fields
 
 
@@ -46,7 +47,7 @@ def rebuild(fn, wrap: Callable, memo: dict):
         return twin
     py = fn.py_func
     namespace: dict = {}
-    twin = _narrowed_twin(py, namespace) if wrap in (cuda_device, plain) else None
+    twin = _narrowed_twin(py, namespace) if ENABLED and wrap in (cuda_device, plain) else None
     memo[fn] = wrapped = wrap(twin or _twin(py, namespace))
     for k, v in py.__globals__.items():
         namespace[k] = rebuild(v, wrap, memo) if isinstance(v, Dispatcher) else v
@@ -248,6 +249,8 @@ def cuda_device(fn):
     from numba import cuda
 
     device = cuda.jit(device=True, forceinline=True)(fn)
+    if not ENABLED:
+        return device
     device.get_call_template = functools.partial(_plain_call_template, device.get_call_template)
     return device
 

@@ -31,6 +31,7 @@ from numba.core.dispatcher import Dispatcher
 
 from ..kernel_cache import cache_dir
 from ..plan import STATE_FIELD, WHOLE_STATE
+from . import ENABLED
 
 if TYPE_CHECKING:
     from ..layout import Layout
@@ -249,8 +250,11 @@ class SubStates:
     def fields_of_source(self, body: str) -> frozenset[str] | None:
         """The fields that generated function ``body`` uses through its parameter ``s``.
 
-        Its attributes and what its calls passing ``s`` need; any other use of ``s``: None.
+        Its attributes and what its calls passing ``s`` need; any other use of ``s``: None (and always
+        None with the accelerations off: nothing is narrowed then).
         """
+        if not ENABLED:
+            return None
         body = re.sub(r"def (\w+)\(s\b", r"def \1(", body, count=1)  # the function's own parameter
         calls = [m.group(1) for m in _PASSES_STATE.finditer(body)]
         if len(WHOLE_STATE.findall(body)) != len(calls):
@@ -288,6 +292,9 @@ class SubStates:
 
     def narrow(self, code: str) -> str:
         """``code`` with the state (and params) it passes to each known function narrowed to what that function uses."""
+        if not ENABLED:  # the state and params passed whole
+            return code
+
         def call(m):
             name, p = m.group(1), m.group(2) or ""
             if p and self.narrow_params:

@@ -13,6 +13,31 @@ from gpu_zoo.core import Group, ObsBlock, kernel_fn
 
 _ZERO = np.float32(0.0)
 _ONE = np.float32(1.0)
+ILLEGAL_REWARD = -1.0  # what PettingZoo's TerminateIllegalWrapper gives an illegal move's maker
+
+
+@kernel_fn
+def lose_by_illegal_move(s, e, mover):
+    """The game ends on an illegal move as PettingZoo's wrapper ends it: -1 to its maker, 0 to the other."""
+    s.rew[e, mover] = ILLEGAL_REWARD
+    s.over[e] = 1
+
+
+@kernel_fn
+def win(s, e, winner):
+    """The game ends: +1 to ``winner`` (0 or 1), -1 to the other."""
+    s.rew[e, winner] = 1.0
+    s.rew[e, 1 - winner] = -1.0
+    s.over[e] = 1
+
+
+@kernel_fn
+def filled(s, e, n):
+    """Whether the board's first ``n`` cells all hold a piece."""
+    for i in range(n):
+        if s.board[e, i] == 0:
+            return False
+    return True
 
 
 @kernel_fn

@@ -35,12 +35,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gpu_zoo.classic.boards import discs, mask_empty_cells, two_seats
+from gpu_zoo.classic.boards import discs, filled, lose_by_illegal_move, mask_empty_cells, two_seats, win
 from gpu_zoo.core import EnvSpec, Field, PerAgent, PerEnv, PerObs, kernel_fn
 from gpu_zoo.core.api.params import check_count
 
 ROWS, COLS = 6, 7
-ILLEGAL_REWARD = -1.0  # what PettingZoo's TerminateIllegalWrapper gives an illegal move's maker
 
 
 @dataclass(frozen=True)
@@ -109,24 +108,16 @@ def play(s, p, e):
     mover = s.current_player[e]
     col = s.act_player[e, mover]
     if col < 0 or col >= COLS or s.board[e, col] != 0:
-        s.rew[e, mover] = ILLEGAL_REWARD
-        s.over[e] = 1
+        lose_by_illegal_move(s, e, mover)
         return
     r = ROWS - 1
     while s.board[e, r * COLS + col] != 0:
         r -= 1
     s.board[e, r * COLS + col] = mover + 1
     if four_through(s, e, r, col, mover + 1):
-        s.rew[e, mover] = 1.0
-        s.rew[e, 1 - mover] = -1.0
+        win(s, e, mover)
+    elif filled(s, e, COLS):  # the top row full: the whole board is
         s.over[e] = 1
-    else:
-        full = True
-        for c in range(COLS):
-            if s.board[e, c] == 0:
-                full = False
-        if full:
-            s.over[e] = 1
     s.current_player[e] = 1 - mover
 
 

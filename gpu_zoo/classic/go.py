@@ -40,11 +40,10 @@ from dataclasses import dataclass
 import gymnasium
 import numpy as np
 
-from gpu_zoo.classic.boards import discs
+from gpu_zoo.classic.boards import discs, lose_by_illegal_move, win
 from gpu_zoo.core import EnvSpec, Field, Group, ObsBlock, PerAgent, PerEnv, PerObs, kernel_fn
 from gpu_zoo.core.api.params import check_count
 
-ILLEGAL_REWARD = -1.0  # what PettingZoo's TerminateIllegalWrapper gives an illegal move's maker
 HISTORY = 8  # boards kept for the observation's planes
 PLANES = 2 * HISTORY + 1
 BLACK, WHITE = 1, 2  # stones on the board: agent a plays a + 1
@@ -271,8 +270,7 @@ def play(s, p, e):
     color = mover + 1
     move = s.act_player[e, mover]
     if move < 0 or move > p.points or (move < p.points and not legal(s, p, e, move, color)):
-        s.rew[e, mover] = ILLEGAL_REWARD
-        s.over[e] = 1
+        lose_by_illegal_move(s, e, mover)
         return
     if move == p.points:
         s.passes[e] += 1
@@ -285,10 +283,7 @@ def play(s, p, e):
     for i in range(p.points):
         s.history[e, at + i] = s.board[e, i]
     if s.passes[e] >= 2:
-        black_wins = area_score(s, p, e) > 0
-        s.rew[e, 0] = 1.0 if black_wins else -1.0
-        s.rew[e, 1] = -s.rew[e, 0]
-        s.over[e] = 1
+        win(s, e, 0 if area_score(s, p, e) > 0 else 1)  # black is agent 0; a tie goes to white
     s.current_player[e] = 1 - mover
 
 

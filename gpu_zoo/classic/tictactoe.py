@@ -36,12 +36,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gpu_zoo.classic.boards import discs, mask_empty_cells, two_seats
+from gpu_zoo.classic.boards import discs, filled, lose_by_illegal_move, mask_empty_cells, two_seats, win
 from gpu_zoo.core import EnvSpec, Field, PerAgent, PerEnv, PerObs, kernel_fn
 from gpu_zoo.core.api.params import check_count
 
 SQUARES = 9
-ILLEGAL_REWARD = -1.0  # what PettingZoo's TerminateIllegalWrapper gives an illegal move's maker
 
 
 @dataclass(frozen=True)
@@ -97,21 +96,13 @@ def play(s, p, e):
     mover = s.current_player[e]
     square = s.act_player[e, mover]
     if square < 0 or square >= SQUARES or s.board[e, square] != 0:
-        s.rew[e, mover] = ILLEGAL_REWARD
-        s.over[e] = 1
+        lose_by_illegal_move(s, e, mover)
         return
     s.board[e, square] = mover + 1
     if three_in_a_row(s, e, mover + 1):
-        s.rew[e, mover] = 1.0
-        s.rew[e, 1 - mover] = -1.0
+        win(s, e, mover)
+    elif filled(s, e, SQUARES):
         s.over[e] = 1
-    else:
-        full = True
-        for i in range(SQUARES):
-            if s.board[e, i] == 0:
-                full = False
-        if full:
-            s.over[e] = 1
     s.current_player[e] = 1 - mover
 
 

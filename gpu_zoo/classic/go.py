@@ -117,28 +117,38 @@ def new_mark(s, e):
 
 
 @kernel_fn
-def has_liberty(s, p, e, start, besides):
-    """Whether the group of the stone at ``start`` touches an empty point other than ``besides``."""
-    color, mark = s.board[e, start], new_mark(s, e)
+def region(s, p, e, start, besides):
+    """The points joined to ``start`` holding what it holds (a group, or an empty region), marked with a new mark.
+
+    Returns ``(size, touched)``: ``touched`` has bit ``v`` set for each other value ``v`` next to the region
+    (bit 0: an empty point other than ``besides``, a liberty; bit 1: black; bit 2: white).
+    """
+    value, mark = s.board[e, start], new_mark(s, e)
     s.mark[e, start] = mark
     s.stack[e, 0] = start
-    top = 1
+    top, size, touched = 1, 1, 0
     while top > 0:
         top -= 1
         i = s.stack[e, top]
         for d in range(4):
             j = neighbour(i, d, p.n)
-            if j < 0:
+            if j < 0 or j == besides:
                 continue
             v = s.board[e, j]
-            if v == 0:
-                if j != besides:
-                    return True
-            elif v == color and s.mark[e, j] != mark:
+            if v != value:
+                touched |= 1 << v
+            elif s.mark[e, j] != mark:
                 s.mark[e, j] = mark
                 s.stack[e, top] = j
                 top += 1
-    return False
+                size += 1
+    return size, touched
+
+
+@kernel_fn
+def has_liberty(s, p, e, start, besides):
+    """Whether the group of the stone at ``start`` touches an empty point other than ``besides``."""
+    return (region(s, p, e, start, besides)[1] & 1) != 0
 
 
 @kernel_fn
@@ -206,31 +216,14 @@ def area_score(s, p, e):
     for i in range(p.points):
         v = s.board[e, i]
         diff += 1 if v == BLACK else -1 if v == WHITE else 0
-    mark = new_mark(s, e)
+    first = s.fill[e] + 1  # every region's mark from here on is at least this
     for start in range(p.points):
-        if s.board[e, start] != 0 or s.mark[e, start] == mark:
+        if s.board[e, start] != 0 or s.mark[e, start] >= first:
             continue
-        s.mark[e, start] = mark
-        s.stack[e, 0] = start
-        top, size, borders = 1, 1, 0  # borders: bit 1 black, bit 2 white
-        while top > 0:
-            top -= 1
-            i = s.stack[e, top]
-            for d in range(4):
-                j = neighbour(i, d, p.n)
-                if j < 0:
-                    continue
-                v = s.board[e, j]
-                if v != 0:
-                    borders |= v
-                elif s.mark[e, j] != mark:
-                    s.mark[e, j] = mark
-                    s.stack[e, top] = j
-                    top += 1
-                    size += 1
-        if borders == BLACK:
+        size, touched = region(s, p, e, start, -1)
+        if touched == 1 << BLACK:
             diff += size
-        elif borders == WHITE:
+        elif touched == 1 << WHITE:
             diff -= size
     return np.float64(diff) - np.float64(p.komi)
 

@@ -31,6 +31,7 @@ GAMES = {
     "tictactoe": ("tictactoe_v3", {}, "tic_tac_toe", 1 << 20),
     "go_9x9": ("go_v5", dict(board_size=9, komi=7.5), "go_9x9", 1 << 18),
     "go_19x19": ("go_v5", dict(board_size=19, komi=7.5), "go_19x19", 1 << 16),
+    "chess": ("chess_v6", {}, "chess", 1 << 16),
 }
 SCHEMA = "gpu_zoo.classic_speed/2"
 

@@ -27,6 +27,7 @@ _ENTRIES: dict[str, str] = {
     "tictactoe_v3": "gpu_zoo.classic.tictactoe:SPEC",
     "go_v5": "gpu_zoo.classic.go:SPEC",
     "rps_v2": "gpu_zoo.classic.rps:SPEC",
+    "chess_v6": "gpu_zoo.classic.chess:SPEC",
 }
 
 

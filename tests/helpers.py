@@ -37,6 +37,7 @@ PZ_CONFIGS = {
     "tictactoe_v3": dict(max_cycles=9),
     "go_v5": dict(board_size=9, max_cycles=30),  # the comparisons' board; games cut short
     "rps_v2": dict(max_cycles=15),
+    "chess_v6": dict(max_cycles=40),  # games cut short; the comparisons share its kernels
 }
 # The economy with the AI Economist's fixed skills and starts, short, and the period's income observed: the
 # rule and parity tests share its compile (the default observations are the other configurations').

@@ -4,13 +4,16 @@
     python -m benchmarks.classic_speed --sizes 4096 65536 --steps 200 --games tictactoe go_19x19
 
 Both sides play one move per env per step with auto-reset, legal moves drawn uniformly on the
-device: gpu_zoo as ``env.sample_actions(gen, out=env.actions); env.step()`` (the step a replayed
-CUDA graph), pgx as ``jax.jit(jax.vmap(auto_reset(env.step, env.init)))`` with the move drawn by
-``jax.random.categorical`` over its legal-action mask, ``steps`` moves fused in one ``lax.scan``
-(pgx's best case: no Python between moves). Each figure is the best of ``repeats`` timed runs
-after a warm-up run. Bytes per env-step are what gpu_zoo's step kernel reads and writes of its
-state and buffers at the least (every word of an env's state once each way), and the share of
-the GPU's memory bandwidth they reach at the measured rate.
+device: gpu_zoo as ``env.sample_actions(out=env.actions); env.step()``, pgx as
+``jax.jit(jax.vmap(auto_reset(env.step, env.init)))`` with the move drawn by
+``jax.random.categorical`` over its legal-action mask. Two modes, compared like for like:
+``fused`` (``steps`` moves with no Python between them: pgx's ``lax.scan``, gpu_zoo's CUDA graph
+of the moves) and ``per_step`` (one call per move from Python). gpu_zoo's ``draw_only`` rate is
+its fused graph without the steps: how much of a move the random player itself takes. Each
+figure is the best of ``repeats`` timed runs after a warm-up run. Bytes per env-step are what
+gpu_zoo's step kernel reads and writes of its state and buffers at the least (every word of an
+env's state once each way), and the share of the GPU's memory bandwidth they reach at the
+fused rate.
 
 Records (one JSON object per line) go to ``classic_speed_<label>.jsonl``.
 """
@@ -33,35 +36,58 @@ GAMES = {
     "go_19x19": ("go_v5", dict(board_size=19, komi=7.5), "go_19x19", 1 << 16),
     "chess": ("chess_v6", {}, "chess", 1 << 16),
 }
-SCHEMA = "gpu_zoo.classic_speed/2"
+SCHEMA = "gpu_zoo.classic_speed/3"
 
 
-def gpu_zoo_rate(env_id: str, kwargs: dict, num_envs: int, steps: int, repeats: int) -> tuple[float, int]:
-    """(env-steps per second, bytes of state per env) of gpu_zoo's batched face on the GPU."""
+def gpu_zoo_rates(env_id: str, kwargs: dict, num_envs: int, steps: int, repeats: int) -> dict:
+    """Env-steps per second of gpu_zoo's batched face on the GPU, per mode, and its bytes of state per env.
+
+    ``fused``: ``steps`` moves (draw, step) captured in one CUDA graph, pgx's scan's equal;
+    ``per_step``: a Python loop of ``env.sample_actions(out=env.actions); env.step()``;
+    ``draw_only``: the fused graph without the steps, the share the random player takes.
+    """
     import gpu_zoo
+    from gpu_zoo.core.runtime.graphs import capture
 
     env = gpu_zoo.make(env_id, num_envs=num_envs, device="cuda", validate=False, **kwargs)
     env.reset(seed=0)
-    gen = torch.Generator("cuda").manual_seed(0)
+    torch.cuda.manual_seed(0)  # the default generator: a graph replays its draws with fresh offsets
 
-    def run():
+    def moves():
         for _ in range(steps):
-            env.sample_actions(gen, out=env.actions)
+            env.sample_actions(out=env.actions)
             env.step()
 
-    run()
+    def draws():
+        for _ in range(steps):
+            env.sample_actions(out=env.actions)
+
+    moves()  # compiles, and warms the allocator before the captures
+    graphs = {"fused": capture(moves, env.device).replay, "draw_only": capture(draws, env.device).replay}
+    rates = {mode: num_envs * steps / best_time(fn, repeats)
+             for mode, fn in (("fused", graphs["fused"]), ("per_step", moves), ("draw_only", graphs["draw_only"]))}
+    return {"rates": rates, "state_bytes": 4 * env.layout.words_per_env}
+
+
+def best_time(fn, repeats: int) -> float:
+    """The least wall time of ``repeats`` calls of ``fn`` after one warm-up call, the GPU drained around each."""
+    fn()
     best = float("inf")
     for _ in range(repeats):
         torch.cuda.synchronize()
         start = time.perf_counter()
-        run()
+        fn()
         torch.cuda.synchronize()
         best = min(best, time.perf_counter() - start)
-    return num_envs * steps / best, 4 * env.layout.words_per_env
+    return best
 
 
-def pgx_rate(game: str, num_envs: int, steps: int, repeats: int) -> float:
-    """Env-steps per second of pgx's ``game`` under ``jit(vmap(auto_reset(step)))``, moves fused in a scan."""
+def pgx_rates(game: str, num_envs: int, steps: int, repeats: int) -> dict:
+    """Env-steps per second of pgx's ``game`` under ``jit(vmap(auto_reset(step)))``, per mode.
+
+    ``fused``: ``steps`` moves in one ``lax.scan`` (no Python between moves); ``per_step``: one
+    jitted move per Python call.
+    """
     import jax
     import jax.numpy as jnp
     import pgx
@@ -71,7 +97,7 @@ def pgx_rate(game: str, num_envs: int, steps: int, repeats: int) -> float:
     init = jax.jit(jax.vmap(env.init))
     step = jax.vmap(auto_reset(env.step, env.init))
 
-    def move(carry, _):
+    def move(carry, _=None):
         state, key = carry
         key, pick, reset = jax.random.split(key, 3)
         logits = jnp.where(state.legal_action_mask, 0.0, -jnp.inf)
@@ -79,19 +105,19 @@ def pgx_rate(game: str, num_envs: int, steps: int, repeats: int) -> float:
         state = step(state, action, jax.random.split(reset, num_envs))
         return (state, key), None
 
-    @jax.jit
-    def run(state, key):
-        return jax.lax.scan(move, (state, key), None, length=steps)[0]
+    scan = jax.jit(lambda carry: jax.lax.scan(move, carry, None, length=steps)[0])
+    one = jax.jit(lambda carry: move(carry)[0])
+    carry = [(init(jax.random.split(jax.random.PRNGKey(0), num_envs)), jax.random.PRNGKey(1))]
 
-    carry = run(init(jax.random.split(jax.random.PRNGKey(0), num_envs)), jax.random.PRNGKey(1))
-    jax.block_until_ready(carry)
-    best = float("inf")
-    for _ in range(repeats):
-        start = time.perf_counter()
-        carry = run(*carry)
-        jax.block_until_ready(carry)
-        best = min(best, time.perf_counter() - start)
-    return num_envs * steps / best
+    def fused():
+        carry[0] = jax.block_until_ready(scan(carry[0]))
+
+    def per_step():
+        for _ in range(steps):
+            carry[0] = one(carry[0])
+        jax.block_until_ready(carry[0])
+
+    return {mode: num_envs * steps / best_time(fn, repeats) for mode, fn in (("fused", fused), ("per_step", per_step))}
 
 
 def bandwidth() -> float:
@@ -122,13 +148,14 @@ def main(argv=None):
     for name in ns.games:
         env_id, kwargs, pgx_id, largest = GAMES[name]
         for n in (n for n in ns.sizes if n <= largest):
-            ours, state_bytes = gpu_zoo_rate(env_id, kwargs, n, ns.steps, ns.repeats)
-            theirs = None if ns.no_pgx else pgx_rate(pgx_id, n, ns.steps, ns.repeats)
-            moved = 2 * state_bytes  # every byte of an env's state read and written once per step, at the least
+            ours = gpu_zoo_rates(env_id, kwargs, n, ns.steps, ns.repeats)
+            theirs = None if ns.no_pgx else pgx_rates(pgx_id, n, ns.steps, ns.repeats)
+            moved = 2 * ours["state_bytes"]  # every byte of an env's state read and written once per step, at least
+            rate = ours["rates"]
             rec = {"schema": SCHEMA, "game": name, "env": env_id, "kwargs": kwargs, "num_envs": n,
-                   "gpu_zoo_steps_per_s": ours,
-                   "pgx_steps_per_s": theirs, "ratio": None if theirs is None else ours / theirs,
-                   "bytes_per_env_step": moved, "bandwidth_share": ours * moved / peak,
+                   "gpu_zoo_steps_per_s": rate, "pgx_steps_per_s": theirs,
+                   "ratio": None if theirs is None else {m: rate[m] / theirs[m] for m in theirs},
+                   "bytes_per_env_step": moved, "bandwidth_share": rate["fused"] * moved / peak,
                    "gpu": torch.cuda.get_device_name(), "label": ns.label}
             records.append(rec)
             print(json.dumps(rec), flush=True)

@@ -311,6 +311,9 @@ PRESETS: dict[str, Args] = {
     # go on 9 x 9, games cut at 200 moves (a random game runs to hundreds)
     "go_v5": Args(env_id="go_v5", env_kwargs=dict(board_size=9, max_cycles=200), num_envs=512, num_steps=64,
                   total_env_steps=20_000_000, gamma=1.0, ent_coef=0.05, hidden=256),
+    # chess, games cut at 300 moves (a random game runs to hundreds; the fifty-move rule ends it in the end)
+    "chess_v6": Args(env_id="chess_v6", env_kwargs=dict(max_cycles=300), num_envs=256, num_steps=64,
+                     total_env_steps=20_000_000, gamma=1.0, ent_coef=0.05, hidden=256),
     # The AI Economist: workers and the planner trained together over long episodes.
     "gather_trade_build_v0": Args(
         env_id="gather_trade_build_v0", num_envs=64, num_steps=200, total_env_steps=10_000_000,

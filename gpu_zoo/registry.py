@@ -28,6 +28,7 @@ _ENTRIES: dict[str, str] = {
     "go_v5": "gpu_zoo.classic.go:SPEC",
     "rps_v2": "gpu_zoo.classic.rps:SPEC",
     "chess_v6": "gpu_zoo.classic.chess:SPEC",
+    "pursuit_v5": "gpu_zoo.sisl.pursuit:SPEC",
 }
 
 

@@ -37,6 +37,9 @@ PZ_CONFIGS = {
     "tictactoe_v3": dict(max_cycles=9),
     "go_v5": dict(board_size=9, max_cycles=30),  # the comparisons' board; games cut short
     "rps_v2": dict(max_cycles=15),
+    # the pursuit comparisons' small non-square grid (tests/sisl): one kernel for both
+    "pursuit_v5": dict(x_size=7, y_size=5, n_pursuers=3, n_evaders=4, obs_range=5, surround=False, n_catch=1,
+                       shared_reward=False, max_cycles=100),
     "chess_v6": dict(max_cycles=40),  # games cut short; the comparisons share its kernels
 }
 # The economy with the AI Economist's fixed skills and starts, short, and the period's income observed: the

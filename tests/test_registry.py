@@ -8,7 +8,8 @@ ROOT = pathlib.Path(gpu_zoo.__file__).parent
 
 
 def test_registry_matches_versioned_modules_on_disk():
-    on_disk = {p.stem for family in ("tag", "economy", "mpe", "classic") for p in (ROOT / family).glob("*_v[0-9]*.py")}
+    families = ("tag", "economy", "mpe", "classic", "sisl")
+    on_disk = {p.stem for family in families for p in (ROOT / family).glob("*_v[0-9]*.py")}
     assert on_disk == set(gpu_zoo.registered_envs())
 
 

@@ -54,6 +54,8 @@ CASES = {
     "tictactoe": ("tictactoe_v3", PZ_CONFIGS["tictactoe_v3"]),
     "go": ("go_v5", dict(board_size=9, max_cycles=12)),
     "rps": ("rps_v2", dict(num_actions=5, max_cycles=4)),
+    # the comparisons' small grid, with a few catches and a termination in 12 cycles
+    "pursuit": ("pursuit_v5", dict(PZ_CONFIGS["pursuit_v5"], max_cycles=6)),
     "chess": ("chess_v6", dict(max_cycles=12)),
 }
 

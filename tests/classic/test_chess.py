@@ -49,11 +49,11 @@ def ending(ref):
     return outcome.termination.name if outcome else None
 
 
-@pytest.mark.parametrize("first", [0, 12])
+@pytest.mark.parametrize("first", [0, 10])
 def test_random_legal_games_match(first):
     ours, ref = chess_v6.env(), ref_module().env()
     endings = set()
-    for game in range(first, first + 12):
+    for game in range(first, first + 10):
         play_along(ours, ref, random_moves(game), seed=game)
         endings.add(ending(ref))
     assert len(endings) >= 3, endings  # random games end every way: mates, stalemates and draws

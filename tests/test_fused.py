@@ -58,6 +58,7 @@ def minibatch(pol: GroupPolicy, rows: int, masked: bool, seed: int = 2) -> dict:
         for n in pol.splits:  # one feasible action per head at least
             mask[torch.arange(rows), start + torch.randint(0, n, (rows,), generator=gen).to(DEVICE)] = True
             start += n
+        mask[::7] = False  # players waiting for their turn: every action masked
     with torch.no_grad():
         act, logp, _, value = pol.act(obs, mask=mask)
     jitter = lambda scale: scale * torch.randn(rows, generator=gen).to(DEVICE)  # noqa: E731
@@ -119,11 +120,8 @@ def test_the_policy_loss_by_the_logits_is_autograds(space, masked):
     start, count, clip, ent_coef = 40, 150, 0.2, 0.05
     idx = perm[start:start + count]
     logits = pol.actor(batch["obs"][idx]).detach().requires_grad_()
-    out = logits if not masked else logits.masked_fill(~batch["action_mask"][idx], -1e9)
-    heads = out.split(pol.splits, -1)
-    acts = batch["act"][idx].long().view(count, -1)
-    logp = sum(torch.log_softmax(h, -1).gather(-1, acts[:, i:i + 1]).squeeze(-1) for i, h in enumerate(heads))
-    ent = sum(-(torch.softmax(h, -1) * torch.log_softmax(h, -1)).sum(-1) for h in heads)
+    # the torch path's own log-probabilities and entropies of the logits (masked entries constant)
+    _, logp, ent = pol.draw(logits, batch["act"][idx].long(), batch["action_mask"][idx] if masked else None)
     zero = torch.zeros(count, device=DEVICE)
     loss, st = ppo_loss(logp, batch["logp"][idx], batch["adv"][idx], zero, zero, zero, ent, batch["mask"][idx], clip,
                         0.0, ent_coef)

@@ -269,6 +269,10 @@ if triton is not None:
         if HAS_MASK:
             am = tl.load(amask_ptr + idx[:, None] * OUT + o[None, :], mask=om, other=0)
             out = tl.where(am != 0, out, MASKED_LOGIT)
+            # A masked logit is a constant, as torch's masked_fill makes it: no gradient reaches the
+            # network's output there. It matters where a row's every action is masked (a player
+            # waiting for its turn): its softmax is uniform over constants, not zero.
+            om = om & (am != 0)
         logp, ent, prob, lprob, taken, head_ent = _heads(out, o, act_ptr + idx * NH, heads_ptr, NH)
         adv = tl.load(adv_ptr + idx, mask=rm, other=0.0)
         log_ratio = logp - tl.load(old_ptr + idx, mask=rm, other=0.0)

@@ -4,7 +4,10 @@ Infeasible actions get probability zero and are never sampled, and the update re
 log-probabilities under the masks stored with the rollout.
 """
 
+import dataclasses
+
 import gymnasium
+import pytest
 import torch
 
 import gpu_zoo
@@ -117,3 +120,35 @@ def test_steps_a_mask_forces_are_no_decisions_for_gae(tmp_path, monkeypatch):
     choice, unused = seen
     assert choice.shape == trainer.buf["tagger"]["rew"].shape and unused is None
     assert not choice[:, :2].any() and choice[:, 2:].all()
+
+
+def test_random_opponents_play_their_own_moves_and_are_left_out_of_the_update(tmp_path):
+    args = Args(env_id="tictactoe_v3", num_envs=8, num_steps=9, device="cpu", out=str(tmp_path), seed=3,
+                random_opponent_share=0.5, update_epochs=1, num_minibatches=1)
+    trainer = Trainer(args)
+    seat = trainer.opponent_seats["player"]
+    # the first half of the envs, the random player in either seat in turn
+    assert seat.tolist() == [[True, False], [False, True]] * 2 + [[False, False]] * 4
+    b, env = trainer.buf["player"], trainer.env
+    differs = torch.zeros_like(seat)
+    for t in range(args.num_steps):
+        with torch.no_grad():
+            trainer._rollout_step()
+        played, chosen = env.actions["player"].long(), b["act"][t].long()
+        assert torch.equal(played[~seat], chosen[~seat])  # the learners play the policy's moves
+        differs |= played != chosen
+    assert differs[seat].any()  # the random players their own
+    trainer._value_final_observations()
+    trainer.update()
+    assert (b["mask"][:, seat] == 0).all() and (b["mask"][:, ~seat] > 0).all()
+    assert Trainer(dataclasses.replace(args, random_opponent_share=0.0)).opponent_seats == {}
+
+
+def test_random_opponent_share_is_checked():
+    for bad in (-0.1, 1.5, True, "half"):
+        with pytest.raises(ValueError, match="random_opponent_share must be a number in \\[0, 1\\]"):
+            Args(env_id="tictactoe_v3", random_opponent_share=bad)
+    env = gpu_zoo.make("simple_v3", num_envs=2, device="cpu", validate=False, max_cycles=25)
+    with pytest.raises(ValueError, match="needs groups of two agents or more"):
+        Trainer(Args(env_id="simple_v3", env_kwargs=dict(max_cycles=25), num_envs=2, device="cpu",
+                     random_opponent_share=1.0), env=env)

@@ -88,6 +88,11 @@ class Args:
     same part from every env (the first episodes are shorter, and so are their returns)"""
     train_groups: str = ""
     """comma-separated groups to train (default: all); the others act uniformly at random"""
+    random_opponent_share: float = 0.0
+    """the share of envs in which one agent of each trained group (agent ``e % count`` of env ``e``: a two-player
+    game's learners play both seats) acts uniformly at random among its valid actions instead of the policy;
+    those agents' steps are left out of the update. 0: pure self-play; 1: every game against a random player.
+    Self-play alone settles on lines that beat itself; meeting random play keeps it punishing weak moves"""
     init_from: str = ""
     """a checkpoint whose policies start the groups it shares with this run (a warm start: optimiser,
     env and counters start fresh), e.g. workers trained without taxes, then trained on with a planner"""
@@ -137,6 +142,9 @@ class Args:
         if self.shared_trunk and self.critic != "local":
             raise ValueError("shared_trunk reads the agent's observation, so it needs critic='local', "
                              f"got critic={self.critic!r}")
+        share = self.random_opponent_share
+        if isinstance(share, bool) or not isinstance(share, int | float) or not 0 <= share <= 1:
+            raise ValueError(f"random_opponent_share must be a number in [0, 1], got {share!r}")
         if self.eval_episodes < 0 or self.torch_threads < 0:
             raise ValueError(f"eval_episodes and torch_threads must be >= 0, got {self.eval_episodes}, "
                              f"{self.torch_threads}")

@@ -221,6 +221,28 @@ def make_env(args: Args, num_envs: int | None = None, device=None):
                         **args.env_kwargs)
 
 
+def random_opponent_seats(env, groups, share: float) -> dict[str, torch.Tensor]:
+    """Per group of ``groups``, ``(num_envs, count)`` bools: the agents that play uniformly at random.
+
+    In the first ``share`` of the envs, agent ``e % count`` of env ``e`` (`Args.random_opponent_share`):
+    over a two-player game's envs the random player takes either seat as often.
+    """
+    if share == 0:
+        return {}
+    E = env.num_envs
+    envs = torch.arange(round(share * E), device=env.device)
+    seats = {}
+    for g in groups:
+        count = env.actions[g].shape[1]
+        if count < 2:
+            raise ValueError(f"random_opponent_share needs groups of two agents or more (a learner beside the random "
+                             f"player); group {g!r} has {count}")
+        seat = torch.zeros(E, count, dtype=torch.bool, device=env.device)
+        seat[envs, envs % count] = True
+        seats[g] = seat
+    return seats
+
+
 def critic_size(env, group: str, args: Args) -> int:
     """Length of ``group``'s critic input.
 
@@ -289,6 +311,7 @@ class Trainer:
             raise ValueError(f"train_groups {sorted(unknown)} are not groups of {args.env_id}: {self.env.groups}")
         self.random_groups = tuple(g for g in self.env.groups if g not in trained)
         self.policies = make_policies(self.env, [g for g in self.env.groups if g in trained], args)
+        self.opponent_seats = random_opponent_seats(self.env, self.policies, args.random_opponent_share)
         unknown = set(args.group_settings) - set(self.policies)
         if unknown:
             raise ValueError(f"group_settings names {sorted(unknown)}, which this run does not train "
@@ -507,6 +530,9 @@ class Trainer:
             put(b["act"], t, act)
             put(b["logp"], t, logp)
             env.actions[g].copy_(pol.to_env(act))
+        for g, seat in self.opponent_seats.items():  # the random players' moves replace the policy's
+            drawn = env.sample_actions(groups=(g,))[g]
+            env.actions[g].copy_(torch.where(seat.view(*seat.shape, *(1,) * (drawn.dim() - 2)), drawn, env.actions[g]))
         if self.args.critic == "state":
             put(self._states["state"], t, env.global_state())
         obs, rew, term, trunc, info = env.step()
@@ -555,6 +581,8 @@ class Trainer:
         for gi, (g, pol) in enumerate(self.policies.items()):
             a = self.args.for_group(g)
             b = self.buf[g]
+            if g in self.opponent_seats:  # the random players' steps teach nothing: out of the losses
+                b["mask"].masked_fill_(self.opponent_seats[g], 0)
             # A step whose mask left one action per head was no decision (`compute_gae`)
             choice = b["action_mask"].sum(-1) > len(pol.splits) if a.gae_skip_forced and "action_mask" in b else None
             gae = fused.gae if g in self.recorded else compute_gae

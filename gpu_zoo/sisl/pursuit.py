@@ -43,8 +43,8 @@ tests hand ours to PettingZoo's env). Where no start cell is left for an agent (
 then draw forever) the agent takes an open cell of the window, or of the map, next to others.
 Mid-cycle, the AEC face (PettingZoo's form played in rounds) shows the observations and rewards
 of the cycle's start, where PettingZoo's shows each pursuer's move as it is made; at each
-cycle's end, and in the parallel face, the two agree. ``state()`` is the core's (every
-observation), not PettingZoo's map: `pettingzoo_state` computes that one.
+cycle's end, and in the parallel face, the two agree. The faces have no ``state()`` (the core's
+rounds faces offer none): `pettingzoo_state` computes PettingZoo's from one env's fields.
 
 ## Version history
 - v5: PettingZoo 1.27's pursuit.

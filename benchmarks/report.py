@@ -485,6 +485,39 @@ def cuda_compile_stages_section(results: str | Path) -> list[str]:
     return [*lines, "", *(f"- {c}" for c in commands), ""]
 
 
+def classic_section(results: str | Path) -> list[str]:
+    """PettingZoo's board games against pgx, from `benchmarks.classic_speed`'s records (newest per game and size)."""
+    rows = {}
+    for path in sorted(Path(results).glob("classic_speed_*.jsonl")):
+        for line in path.read_text().splitlines():
+            if line.strip():
+                r = json.loads(line)
+                if r.get("schema") == "gpu_zoo.classic_speed/2":  # one mode: a Python loop against pgx's scan
+                    r = {**r, "gpu_zoo_steps_per_s": {"loop": r["gpu_zoo_steps_per_s"]},
+                         "pgx_steps_per_s": {"scan": r["pgx_steps_per_s"]}}
+                rows.setdefault((r["game"], r["num_envs"]), r)
+    if not rows:
+        return []
+    lines = ["## PettingZoo's board games against pgx", "",
+             "Random legal moves drawn on the device, auto-reset, `python -m benchmarks.classic_speed`. *fused*: "
+             "the moves with no Python between them (gpu_zoo's CUDA graph of 100 moves, pgx's `lax.scan`); "
+             "*per step*: one call a move (gpu_zoo's `sample_actions` and `step`, pgx's jitted move). "
+             "*draw only*: gpu_zoo's fused graph without the steps. Older records (schema /2) timed gpu_zoo's "
+             "Python loop against pgx's scan.", "",
+             "| game | num_envs | gpu_zoo fused | pgx fused | ratio | gpu_zoo per step | pgx per step | ratio "
+             "| draw only | bytes/env-step | of copy BW | GPU |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for (game, n), r in sorted(rows.items()):
+        ours, theirs = r["gpu_zoo_steps_per_s"], r["pgx_steps_per_s"] or {}
+        fused_ours, fused_theirs = ours.get("fused", ours.get("loop")), theirs.get("fused", theirs.get("scan"))
+        cells = [fused_ours, fused_theirs, fused_theirs and fused_ours / fused_theirs, ours.get("per_step"),
+                 theirs.get("per_step"), theirs.get("per_step") and ours["per_step"] / theirs["per_step"],
+                 ours.get("draw_only")]
+        lines.append(f"| {game} | {n} | " + " | ".join("" if v is None else _fmt(v) for v in cells)
+                     + f" | {r['bytes_per_env_step']} | {_fmt(r['bandwidth_share'], 2)} | {r['gpu']} |")
+    return lines + [""]
+
+
 def write_report(results: str | Path, out: str | Path) -> Path:
     """Writes the page and its plots; returns the page's path."""
     records = load_records(results)
@@ -525,6 +558,7 @@ def write_report(results: str | Path, out: str | Path) -> Path:
                   f"![roofline]({img_dir.name}/roofline.png)", ""]
     lines += profile_section(results)
     lines += jaxmarl_outputs_section(results)
+    lines += classic_section(results)
     lines += cold_start_section(results)
     lines += cuda_compile_stages_section(results)
     lines += ["## Runs", "", *_machines(records), ""]

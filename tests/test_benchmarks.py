@@ -420,3 +420,20 @@ def test_cuda_compile_stages_times_each_stage_of_a_real_compile_and_the_report_s
     rows = [line for line in cuda_compile_stages_section(tmp_path) if line.startswith("| simple_v3 ")]
     assert len(rows) == 1 and f"| {row['front_s']:.1f} |" in rows[0]  # the newest record only
     assert cuda_compile_stages_section(tmp_path / "none") == []
+
+
+def test_the_board_game_table_reads_both_record_schemas(tmp_path):
+    from benchmarks.report import classic_section
+
+    common = {"env": "x", "kwargs": {}, "bytes_per_env_step": 100, "bandwidth_share": 0.5, "gpu": "G", "label": "l"}
+    new = {"schema": "gpu_zoo.classic_speed/3", "game": "tictactoe", "num_envs": 8, **common,
+           "gpu_zoo_steps_per_s": {"fused": 4e8, "per_step": 1e8, "draw_only": 9e8},
+           "pgx_steps_per_s": {"fused": 2e8, "per_step": 4e8}}
+    old = {"schema": "gpu_zoo.classic_speed/2", "game": "go_9x9", "num_envs": 8, **common,
+           "gpu_zoo_steps_per_s": 3e6, "pgx_steps_per_s": 6e6}
+    (tmp_path / "classic_speed_l.jsonl").write_text("".join(json.dumps(r) + "\n" for r in (new, old)))
+    rows = [line for line in classic_section(tmp_path) if line.startswith("| go_9x9") or line.startswith("| tic")]
+    assert rows == ["| go_9x9 | 8 | 3.00e+06 | 6.00e+06 | 0.5 |  |  |  |  | 100 | 0.5 | G |",
+                    "| tictactoe | 8 | 4.00e+08 | 2.00e+08 | 2 | 1.00e+08 | 4.00e+08 | 0.25 | 9.00e+08 | 100 | 0.5 "
+                    "| G |"]
+    assert classic_section(tmp_path / "none") == []

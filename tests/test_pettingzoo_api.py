@@ -8,7 +8,7 @@ import pytest
 from pettingzoo.test import render_test
 
 import gpu_zoo
-from gpu_zoo.core.faces.aec import rounds_entry_points, turn_based_entry_points
+from gpu_zoo.core.faces.aec import CYCLE_PLAYS, rounds_entry_points, turn_based_entry_points
 from gpu_zoo.core.faces.pettingzoo import entry_points
 from gpu_zoo.tag import tag_continuous_v0
 from gpu_zoo.testing import check_env
@@ -21,7 +21,7 @@ def versioned_module(env_id: str) -> SimpleNamespace:
     if spec.turn_based:
         env, raw_env, batched_env = turn_based_entry_points(spec)
         return SimpleNamespace(env=env, raw_env=raw_env, batched_env=batched_env)
-    env, parallel_env, raw_env, batched_env = (rounds_entry_points if spec.play == "rounds" else entry_points)(spec)
+    env, parallel_env, raw_env, batched_env = (rounds_entry_points if spec.play in CYCLE_PLAYS else entry_points)(spec)
     return SimpleNamespace(env=env, parallel_env=parallel_env, raw_env=raw_env, batched_env=batched_env)
 
 

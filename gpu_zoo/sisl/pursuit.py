@@ -4,7 +4,9 @@ A drop-in for `pettingzoo.sisl.pursuit_v5` (SISL): the same arguments (but the P
 controllers), agents, spaces, observations, rewards, terminations and truncations, compared over
 whole episodes with PettingZoo's env in the tests. PettingZoo's pursuers act one after another
 and the world advances after the last one; its parallel form sums each cycle's rewards. The
-batched face plays a whole cycle per step, applying the pursuers' moves in agent order.
+batched face (and ``parallel_env``) plays a whole cycle per step, applying the pursuers' moves in
+agent order; the AEC face (``env()``, ``play="sequential"``) applies each pursuer's move at its
+own step, with that sub-step's observations and rewards, as PettingZoo's AEC env does.
 
 ## Rules
 The map is ``x_size`` by ``y_size`` cells; cells ``(x, y)`` with ``0.3 < x / x_size < 0.7`` and
@@ -41,10 +43,8 @@ of the same channels over the whole map.
 Starts and the evaders' moves come from gpu_zoo's counter-based generator, not NumPy's (the
 tests hand ours to PettingZoo's env). Where no start cell is left for an agent (PettingZoo would
 then draw forever) the agent takes an open cell of the window, or of the map, next to others.
-Mid-cycle, the AEC face (PettingZoo's form played in rounds) shows the observations and rewards
-of the cycle's start, where PettingZoo's shows each pursuer's move as it is made; at each
-cycle's end, and in the parallel face, the two agree. The faces have no ``state()`` (the core's
-rounds faces offer none): `pettingzoo_state` computes PettingZoo's from one env's fields.
+The faces have no ``state()`` (the core's faces of games played in sequence offer none):
+`pettingzoo_state` computes PettingZoo's from one env's fields.
 
 ## Version history
 - v5: PettingZoo 1.27's pursuit.
@@ -60,6 +60,7 @@ import numpy as np
 from gpu_zoo.core import EnvSpec, Field, Group, ObsBlock, PerAgent, PerEnv, PerItem, PerObs, kernel_fn
 from gpu_zoo.core.api.params import check_count
 from gpu_zoo.core.api.rng import randint, uniform
+from gpu_zoo.core.api.sequential import cycle_ends, moves, whole_cycle
 from gpu_zoo.sisl.pursuit_view import building, pettingzoo_state, render
 
 __all__ = ["SPEC", "PursuitParams", "building", "pettingzoo_state", "render"]
@@ -248,18 +249,23 @@ def evaders_near(s, p, e, x, y):
 
 @kernel_fn
 def pursue(s, p, e, a, act):
-    """The pursuer's move and its tag rewards over the cycle's sub-steps.
+    """The pursuer's move, if this launch applies it, and its tag rewards over the launch's sub-steps.
 
-    Evaders stand still through the pursuers' turns, so pursuer ``a`` is counted at its old cell
-    after the ``a`` moves before its own, and at its new one after the others.
+    Evaders stand still through the pursuers' turns, so over a whole cycle pursuer ``a`` is
+    counted at its old cell after the ``a`` moves before its own, and at its new one after the
+    others. A launch of one pursuer's move (the AEC face) is one sub-step: every pursuer is
+    counted where it stands after it.
     """
     before = evaders_near(s, p, e, s.px[e, a], s.py[e, a])
-    cell = moved(p, s.px[e, a], s.py[e, a], act)
-    s.px[e, a] = cell // p.y_size
-    s.py[e, a] = cell % p.y_size
+    if moves(s, e, a):
+        cell = moved(p, s.px[e, a], s.py[e, a], act)
+        s.px[e, a] = cell // p.y_size
+        s.py[e, a] = cell % p.y_size
     after = evaders_near(s, p, e, s.px[e, a], s.py[e, a])
-    sub_steps = np.float32(a * before + (p.n_pursuers - a) * after)
-    s.local[e, a] = p.tag_reward * sub_steps / np.float32(p.n_pursuers)
+    tags = np.float32(after)
+    if whole_cycle(s, e):
+        tags = np.float32(a * before + (p.n_pursuers - a) * after)
+    s.local[e, a] = p.tag_reward * tags / np.float32(p.n_pursuers)
 
 
 @kernel_fn
@@ -285,9 +291,9 @@ def count_pursuers(s, p, e):
 
 @kernel_fn
 def catch(s, p, e, j):
-    """PettingZoo's ``remove_agents`` for evader ``j``, before the evaders move."""
+    """PettingZoo's ``remove_agents`` for evader ``j``, before the evaders move (at the cycle's end)."""
     s.caught[e, j] = 0
-    if not s.ev_alive[e, j]:
+    if not s.ev_alive[e, j] or not cycle_ends(s, p, e):
         return
     x, y = s.ex[e, j], s.ey[e, j]
     if not p.surround:
@@ -313,7 +319,12 @@ def catch(s, p, e, j):
 
 @kernel_fn
 def credit(s, p, e, a):
-    """catch_reward once for a pursuer that took part in a catch (on the evader's cell or a neighbour), and urgency."""
+    """catch_reward once for a pursuer that took part in a catch (on the evader's cell or a neighbour), and urgency.
+
+    Both come at the cycle's end: a sub-step before it rewards the tags alone.
+    """
+    if not cycle_ends(s, p, e):
+        return
     x, y = s.px[e, a], s.py[e, a]
     took_part = False
     for j in range(p.n_evaders):
@@ -342,6 +353,8 @@ def share(s, p, e, a):
 def evade(s, p, e, j):
     """A caught evader leaves; every other one moves at random (or stays, frozen)."""
     s.ev_move[e, j] = STAY
+    if not cycle_ends(s, p, e):
+        return
     if s.caught[e, j]:
         s.ev_alive[e, j] = 0
         return
@@ -357,6 +370,8 @@ def evade(s, p, e, j):
 @kernel_fn
 def finish(s, p, e):
     """The evaders' cells; the game ends when none is left, unless the time limit truncates it at the same step."""
+    if not cycle_ends(s, p, e):  # the evaders stand still through the pursuers' turns
+        return
     for c in range(p.cells):
         s.ecount[e, c] = 0
     n = 0
@@ -403,5 +418,5 @@ SPEC = EnvSpec(
     constants=constants,
     render=render,
     module=__name__,
-    play="rounds",
+    play="sequential",
 )

@@ -1,4 +1,4 @@
-"""``pursuit_v5``: PettingZoo's SISL pursuit, played in rounds; the rules are in `gpu_zoo.sisl.pursuit`."""
+"""``pursuit_v5``: PettingZoo's SISL pursuit, played in sequence; the rules are in `gpu_zoo.sisl.pursuit`."""
 
 from gpu_zoo.core.faces.aec import rounds_entry_points
 from gpu_zoo.sisl.pursuit import SPEC

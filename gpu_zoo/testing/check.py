@@ -70,7 +70,7 @@ def check_env(env_id: str, num_envs: int = 3, cuda: bool = True, **params) -> di
 def _pettingzoo(spec, params: dict):
     from pettingzoo.test import api_test, parallel_api_test, parallel_seed_test, seed_test
 
-    from gpu_zoo.core.faces.aec import rounds_entry_points, turn_based_entry_points
+    from gpu_zoo.core.faces.aec import CYCLE_PLAYS, rounds_entry_points, turn_based_entry_points
     from gpu_zoo.core.faces.pettingzoo import entry_points
 
     if spec.turn_based:
@@ -80,7 +80,7 @@ def _pettingzoo(spec, params: dict):
         seed_test(lambda: env(**params), num_cycles=10)
         _max_moves(env(**{**params, "max_cycles": 4}))
         return
-    env, parallel_env, *_ = (rounds_entry_points if spec.play == "rounds" else entry_points)(spec)
+    env, parallel_env, *_ = (rounds_entry_points if spec.play in CYCLE_PLAYS else entry_points)(spec)
     parallel_api_test(parallel_env(**params), num_cycles=50)
     parallel_seed_test(lambda: parallel_env(**params), num_cycles=20)
     api_test(env(**params), num_cycles=30)

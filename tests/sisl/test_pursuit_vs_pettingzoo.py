@@ -155,50 +155,77 @@ def test_the_starts_follow_pettingzoo_rules(window):
     assert (crowded > 0) == (window < 0.8)
 
 
-def test_aec_cycles_match_at_each_cycles_start():
-    """``env()`` against PettingZoo's, where the rounds face agrees with it.
+AEC_CASES = {  # name: (arguments, episodes); the parallel comparisons' kernels, with shorter episodes
+    "small": (SMALL, 3),
+    "small_rewards": CASES["small_rewards"],
+    "default": (dict(DEFAULT, max_cycles=15), 1),  # surround and shared rewards
+    "frozen_window": CASES["frozen_window"],
+}
 
-    Agent order, ends and dead steps at every turn; observations at each cycle's start (pursuer_0's
-    turn) and at the end, and pursuer_0's cumulative reward.
+
+def assert_same_aec(ref, ours, where):
+    """Everything PettingZoo's AEC env shows between two agent steps."""
+    assert ours.agent_selection == ref.agent_selection and ours.agents == ref.agents, where
+    assert ours.terminations == ref.terminations and ours.truncations == ref.truncations, where
+    assert ours.infos == ref.infos, where
+    for name in ("rewards", "_cumulative_rewards"):
+        theirs, mine = getattr(ref.unwrapped, name), getattr(ours.unwrapped, name)
+        assert set(mine) == set(theirs), f"{name}, {where}"
+        for a in theirs:
+            assert mine[a] == pytest.approx(theirs[a], rel=1e-5, abs=1e-6), f"{name} of {a}, {where}: {mine} {theirs}"
+    for a in ref.agents:
+        np.testing.assert_array_equal(ours.observe(a), ref.observe(a), err_msg=f"obs of {a}, {where}")
+    if ref.agents:
+        (o1, r1, te1, tr1, i1), (o2, r2, te2, tr2, i2) = ref.last(), ours.last()
+        np.testing.assert_array_equal(o2, o1, err_msg=f"last(), {where}")
+        assert r2 == pytest.approx(r1, rel=1e-5, abs=1e-6) and (te2, tr2, i2) == (te1, tr1, i1), where
+
+
+@pytest.mark.parametrize("case", sorted(AEC_CASES))
+def test_aec_episodes_match_after_every_agent_step(case):
+    """``env()`` against PettingZoo's ``env()`` after each agent's step, over whole episodes and their dead steps.
+
+    Each pursuer's move shows at once, in every agent's observation and in the sub-step's
+    rewards (tags; catches and urgency after the last pursuer's), as PettingZoo's does.
     """
-    kw = SMALL
+    kw, episodes = AEC_CASES[case]
+    params = PursuitParams(**kw)
     ref, ours = pettingzoo("env")(**kw), pursuit_v5.env(**kw)
-    rng = np.random.default_rng(7)
-    for seed in range(3):
+    rng = np.random.default_rng(len(case) + 100)
+    ends = set()
+    for seed in range(episodes):
         ours.reset(seed=seed)
         ref.reset(seed=seed)
         hand_start(ref, ours)
+        assert_same_aec(ref, ours, f"{case}, reset {seed}")
         turns = 0
         for agent in ref.agent_iter():
-            where = f"episode {seed}, turn {turns}"
-            assert ours.agent_selection == agent and ours.agents == ref.agents, where
-            assert ours.terminations == ref.terminations and ours.truncations == ref.truncations, where
-            _, rew, term, trunc, info = ref.last()
-            _, rew2, term2, trunc2, info2 = ours.last()
-            assert (term2, trunc2, info2) == (term, trunc, info), where
-            if agent == "pursuer_0":  # a cumulative reward spans the last cycle's sub-steps from the agent's own on
-                assert rew2 == pytest.approx(rew, 1e-5, 1e-6), where
-            if agent == "pursuer_0" or term or trunc:
-                for a in ref.agents:
-                    np.testing.assert_array_equal(ours.observe(a), ref.observe(a), err_msg=f"{a}, {where}")
+            _, _, term, trunc, _ = ref.last()
             action = None if term or trunc else int(rng.integers(5))
             ours.step(action)
             if agent == ref.possible_agents[-1] and action is not None:
                 hand_moves(ref, ours)
             ref.step(action)
             turns += 1
-        assert ours.agents == []
+            where = f"{case}, episode {seed}, turn {turns} ({agent} played {action})"
+            assert_same_aec(ref, ours, where)
+            assert_same_world(ref, ours, params, where)
+        assert ours.agents == [] and turns > params.n_pursuers
+        ends.add((term, trunc))
+    if case in ("default", "frozen_window"):
+        assert ends == {(False, True)}
 
 
-@pytest.mark.xfail(strict=True, reason="core: the rounds AEC face shows the cycle's start mid-cycle; PettingZoo's "
-                                       "pursuit shows each pursuer's move and sub-step rewards as they are made")
-def test_aec_mid_cycle_observations_match():
-    kw = SMALL
-    ref, ours = pettingzoo("env")(**kw), pursuit_v5.env(**kw)
-    ours.reset(seed=0)
-    ref.reset(seed=0)
-    hand_start(ref, ours)
-    ours.step(0 if ours.unwrapped.batched.state.px[0, 0] > 0 else 1)  # pursuer_0 moves: a move that changes its cell
-    ref.step(ours.unwrapped._moves["pursuer_0"])
-    for a in ref.agents:
-        np.testing.assert_array_equal(ours.observe(a), ref.observe(a), err_msg=a)
+def test_aec_refuses_a_bad_move_and_changes_nothing():
+    ours = pursuit_v5.raw_env(**SMALL)
+    ours.reset(seed=3)
+    ours.step(1)
+    before = ({a: ours.observe(a) for a in ours.agents}, dict(ours._cumulative_rewards), ours.agent_selection)
+    for bad in (5, -1, 1.0, True, "2", None):
+        with pytest.raises(ValueError):
+            ours.step(bad)
+    after = ({a: ours.observe(a) for a in ours.agents}, dict(ours._cumulative_rewards), ours.agent_selection)
+    assert after[1:] == before[1:]
+    for a in before[0]:
+        np.testing.assert_array_equal(after[0][a], before[0][a])
+    assert int(ours.batched.state.t[0]) == 0

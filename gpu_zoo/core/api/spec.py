@@ -19,7 +19,7 @@ from .params import check_count, checked
 from .tuning import Tuning
 
 DTYPES = ("f64", "f32", "i32", "u8")
-PLAYS = ("simultaneous", "turns", "rounds")  # how an env's agents take their actions (EnvSpec.play)
+PLAYS = ("simultaneous", "turns", "rounds", "sequential")  # how an env's agents take their actions (EnvSpec.play)
 
 
 @dataclass(frozen=True)
@@ -283,6 +283,14 @@ class EnvSpec:
             ``agent_selection`` (`gpu_zoo.core.faces.aec.GpuZooAECEnv`). ``"rounds"``: a simultaneous
             game whose PettingZoo face is an AEC env taking a round's moves one agent after
             another, as PettingZoo's rock-paper-scissors (`gpu_zoo.core.faces.aec.GpuZooRoundsEnv`).
+            ``"sequential"``: the agents act one after another within a cycle, each seeing the
+            moves before its own, and the world advances after the last (PettingZoo's pursuit).
+            The core adds the field ``mover`` (per env: ``-1`` for a whole cycle, else the one
+            agent whose move a launch applies), which the step phases read through
+            `gpu_zoo.core.api.sequential` (``moves``, ``cycle_ends``); the step count advances
+            with each cycle. The batched face and ``parallel_env`` step whole cycles; the AEC
+            face launches one sub-step per agent step, as PettingZoo's AEC env
+            (`gpu_zoo.core.faces.aec.GpuZooSequentialEnv`).
     """
 
     id: str

@@ -29,6 +29,7 @@ import numpy as np
 from numba.core.dispatcher import Dispatcher
 
 from ..api import rng as _rng
+from ..api import sequential as _sequential
 from . import episode as _episode
 from .codegen_cpu import CPU_HELPER, cpu_drivers
 from .codegen_cuda import cuda_body, cuda_driver
@@ -94,13 +95,13 @@ def _params_source(layout: Layout, deco: str) -> tuple[str, list[str]]:
 
 
 def _dependency_hash(kernels: list[Stages]) -> str:
-    """Hash of the sources the generated module imports: rng, episode, rebuild, state_fields, the env modules.
+    """Hash of the sources the generated module imports: rng, sequential, episode, rebuild, state_fields, the envs.
 
     Numba's cache keys a kernel on its own file, so it would not see these change. The generator
     (this module, `plan`, `codegen_cpu`, `codegen_cuda`, `launch_shape`) is left out: the module
     never imports it, and every change it makes to the kernels shows in the generated text.
     """
-    files = {inspect.getsourcefile(m) for m in (_rng, _episode, _rebuild, _state_fields)}
+    files = {inspect.getsourcefile(m) for m in (_rng, _sequential, _episode, _rebuild, _state_fields)}
     for st in kernels:
         for mod, _ in st.imports.values():
             files.add(inspect.getsourcefile(sys.modules[mod]))

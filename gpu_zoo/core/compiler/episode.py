@@ -4,6 +4,7 @@ Compiled into every kernel beside the env's phases, on both targets.
 """
 
 from ..api.jit import kernel_fn
+from ..api.sequential import cycle_ends
 
 
 @kernel_fn
@@ -34,6 +35,15 @@ def idle_agent(s, p, e, a):
 @kernel_fn
 def begin_env(s, p, e):
     s.t[e] += 1
+    s.over[e] = 0
+    s.done[e] = 0
+
+
+@kernel_fn
+def begin_sub_step(s, p, e):
+    """`begin_env` of a game played in sequence: the step count is its cycles, advanced by the launch ending one."""
+    if cycle_ends(s, p, e):
+        s.t[e] += 1
     s.over[e] = 0
     s.done[e] = 0
 

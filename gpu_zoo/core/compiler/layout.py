@@ -38,6 +38,7 @@ CORE_DOCS = {
     "autoreset": "1 if the env restarts as soon as its episode ends",
     "finished": "1 once an episode ended without auto-reset: later steps leave the env as it is until reset",
     "current_player": "the global index of the agent to move (turn-based games: set by the env)",
+    "mover": "the agent whose move a launch applies, -1 for a whole cycle (sequential games: set by the face)",
 }
 LIVE_INT_PARAMS = ("max_cycles",)
 """Int params kept in a core field of their own name rather than compiled in."""
@@ -155,6 +156,8 @@ class Layout:
         out += [Field(n, "u8", (), CORE_DOCS[n]) for n in ("done", "over", "autoreset", "finished")]
         if self.spec.turn_based:
             out.append(Field("current_player", "i32", (), CORE_DOCS["current_player"]))
+        if self.spec.play == "sequential":  # whole cycles unless a face asks for one agent's move
+            out.append(Field("mover", "i32", (), CORE_DOCS["mover"], init=(-1,)))
         for gi in self.groups.values():
             D = gi.group.obs_size
             out.append(Field(f"obs_{gi.name}", "f32", (gi.count, D), f"observations of the {gi.name} group"))

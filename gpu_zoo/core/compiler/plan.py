@@ -200,7 +200,7 @@ def _step_parts(layout: Layout) -> tuple[Stages, Stages, Stages, Stages]:
     phases, ends, observe, finished = (Stages(step=True) for _ in range(4))
     phases.add(PerEnv(E.idle_env), guard="idle")
     phases.add(PerAgent(E.idle_agent), guard="idle")
-    phases.add(PerEnv(E.begin_env))
+    phases.add(PerEnv(E.begin_sub_step if spec.play == "sequential" else E.begin_env))
     phases.add(PerAgent(E.begin_agent))
     for ph in step_phases:
         phases.add(ph)

@@ -10,7 +10,9 @@ PettingZoo's classic modules do: an illegal move then ends the game through
 
 A simultaneous game that PettingZoo writes as an AEC env played in rounds (rock-paper-scissors)
 gets `GpuZooRoundsEnv` instead: the batched face steps a whole round at once, the AEC face takes
-the round's moves one agent after another.
+the round's moves one agent after another. A game played in sequence (``play="sequential"``,
+pursuit) gets `GpuZooSequentialEnv`: each agent's step launches that agent's move at once, so the
+others see it, and the cycle's last move advances the world.
 """
 
 from __future__ import annotations
@@ -27,6 +29,9 @@ from pettingzoo.utils.conversions import parallel_wrapper_fn
 from ..api.spec import EnvSpec, Group
 from ..runtime.batched import BatchedEnv, check_seed
 from .pettingzoo import OneEnvFace
+
+CYCLE_PLAYS = ("rounds", "sequential")
+"""The plays whose agents move in cycles, one after another: their modules' functions are `rounds_entry_points`'."""
 
 
 class _OneEnvAEC(OneEnvFace, AECEnv):
@@ -173,7 +178,8 @@ class GpuZooRoundsEnv(_OneEnvAEC):
     """
 
     def __init__(self, spec: EnvSpec, render_mode: str | None = None, device="cpu", **params):
-        if spec.play != "rounds":
+        # A game played in sequence is stepped a whole cycle at a time here (its parallel_env's AEC env).
+        if spec.play not in CYCLE_PLAYS:
             raise ValueError(f"{spec.id} is not played in rounds (EnvSpec.play={spec.play!r})")
         super().__init__(spec, render_mode, device, **params)
         self._selector = AgentSelector(self.possible_agents)
@@ -206,6 +212,39 @@ class GpuZooRoundsEnv(_OneEnvAEC):
         self._cumulative_rewards[agent] = 0
         self.agent_selection = self._selector.next()
         self._accumulate_rewards()
+
+
+class GpuZooSequentialEnv(GpuZooRoundsEnv):
+    """A PettingZoo ``AECEnv`` over a game played in sequence (``EnvSpec(play="sequential")``), as PettingZoo's pursuit.
+
+    The agents move one after another in ``possible_agents`` order, and each agent's step runs
+    the env at once with that move alone (the core's ``mover``): every agent then observes it,
+    and every agent's reward is that sub-step's; the last agent's move also advances the world.
+    The actor's cumulative reward restarts at its own move, and the others' accumulate, as in
+    PettingZoo's pursuit. ``parallel_env`` plays whole cycles instead (`GpuZooRoundsEnv`, one
+    launch a cycle), as the batched face does.
+
+    Args: as `GpuZooAECEnv`'s, for a spec with ``play="sequential"``.
+    """
+
+    def __init__(self, spec: EnvSpec, render_mode: str | None = None, device="cpu", **params):
+        if spec.play != "sequential":
+            raise ValueError(f"{spec.id} is not played in sequence (EnvSpec.play={spec.play!r})")
+        super().__init__(spec, render_mode, device, **params)
+
+    def step(self, action):
+        """The selected agent's move, applied at once; ``None`` from a finished agent."""
+        agent = self.agent_selection
+        if self.terminations[agent] or self.truncations[agent]:
+            return self._was_dead_step(action)
+        move = self._check_action(agent, action)  # a refused move changes nothing
+        self._env.state.mover[0] = self._slots[agent][2]
+        self._step_env({agent: move})
+        self._cumulative_rewards[agent] = 0
+        self.agent_selection = self._selector.next()
+        self._accumulate_rewards()
+        if self.render_mode == "human":
+            self.render()
 
 
 def pettingzoo_observation(group: Group, row: np.ndarray):
@@ -256,15 +295,19 @@ def turn_based_entry_points(spec: EnvSpec, illegal_reward: float | None = -1.0):
 
 
 def rounds_entry_points(spec: EnvSpec):
-    """The module-level functions of a simultaneous game played in rounds: ``env, parallel_env, raw_env, batched_env``.
+    """The module-level functions of a game of `CYCLE_PLAYS`: ``env, parallel_env, raw_env, batched_env``.
 
-    As PettingZoo's rock-paper-scissors module: ``env()`` wraps ``raw_env()`` in
+    As PettingZoo's rock-paper-scissors and pursuit modules: ``env()`` wraps ``raw_env()`` in
     `AssertOutOfBoundsWrapper` and `OrderEnforcingWrapper`, and ``parallel_env`` is PettingZoo's
-    ``parallel_wrapper_fn(env)``.
+    ``parallel_wrapper_fn`` of such an env. ``raw_env()`` is a `GpuZooRoundsEnv`, or for
+    ``play="sequential"`` a `GpuZooSequentialEnv`; ``parallel_env`` steps whole rounds or cycles
+    through a `GpuZooRoundsEnv` either way (one launch a cycle; PettingZoo's wrapper sums the
+    rewards of a cycle's steps, which the env's cycle reward already is).
     """
+    face = GpuZooSequentialEnv if spec.play == "sequential" else GpuZooRoundsEnv
 
     def raw_env(**kwargs) -> GpuZooRoundsEnv:
-        return GpuZooRoundsEnv(spec, **kwargs)
+        return face(spec, **kwargs)
 
     def env(**kwargs):
         return wrappers.OrderEnforcingWrapper(wrappers.AssertOutOfBoundsWrapper(raw_env(**kwargs)))
@@ -272,7 +315,10 @@ def rounds_entry_points(spec: EnvSpec):
     def batched_env(num_envs: int = 1, device=None, **kwargs) -> BatchedEnv:
         return BatchedEnv(spec, num_envs=num_envs, device=device, **kwargs)
 
-    parallel_env = parallel_wrapper_fn(env)
+    def cycles_env(**kwargs):
+        return wrappers.OrderEnforcingWrapper(wrappers.AssertOutOfBoundsWrapper(GpuZooRoundsEnv(spec, **kwargs)))
+
+    parallel_env = parallel_wrapper_fn(cycles_env)
     for fn, what in ((raw_env, "AEC env without wrappers"), (env, "AEC env with PettingZoo's wrappers"),
                      (batched_env, "batched tensor env")):
         fn.__doc__ = f"The {what} of ``{spec.id}``; keyword arguments are its params."

@@ -118,6 +118,25 @@ def test_an_env_finished_without_autoreset_stays_as_it_ended(case, cuda_device):
         assert (env.state.t == 1).all() and not env.state.finished.any()
 
 
+def test_sub_steps_of_a_game_played_in_sequence_agree_on_both_targets(cuda_device):
+    """Pursuit one pursuer's move a launch (its AEC face's steps, the core's ``mover``), each env at its own turn."""
+    env_id, kw = CASES["pursuit"]
+    spec = gpu_zoo.get_spec(env_id)
+    envs = [BatchedEnv(spec, 3, device="cpu", **kw), BatchedEnv(spec, 3, device=cuda_device, target="cuda", **kw)]
+    for env in envs:
+        env.reset(seed=5)
+    n = envs[0].layout.num_agents
+    gen = torch.Generator().manual_seed(4)
+    for t in range(n * (kw["max_cycles"] + 2)):
+        acts = envs[0].sample_actions(gen)
+        mover = (torch.arange(3, dtype=torch.int32) + t) % n
+        for env in envs:
+            env.state.mover.copy_(mover.to(env.device))
+            env.step({g: a.to(env.device) for g, a in acts.items()})
+        assert_same_state(*envs, f"launch {t}")
+    assert int(envs[0].state.ep_count.sum()) >= 3, "the run should include auto-resets"
+
+
 def test_every_registered_env_has_a_parity_case():
     assert {env_id for env_id, _ in CASES.values()} == set(gpu_zoo.registered_envs())
 

@@ -86,6 +86,7 @@ def test_the_batched_face_plays_a_cycle_a_step_and_auto_resets():
     assert obs["pursuer"].shape == (1, 3, 5 * 5 * 3)
     f = env.state
     assert int(f.pcount.sum()) == 3 and int(f.ecount.sum()) == int(f.left[0]) == 4
+    assert int(f.mover[0]) == -1, "the core's mover: every pursuer's move at each launch (a whole cycle)"
     for _ in range(3):
         _, rew, term, trunc, info = env.step({"pursuer": torch.full((1, 3), 4, dtype=torch.int64)})  # all stay
         assert rew["pursuer"].shape == (1, 3)

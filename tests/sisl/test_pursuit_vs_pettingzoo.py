@@ -5,7 +5,8 @@ reset, our start cells are written into PettingZoo's layers (and its ``model_sta
 cycle, ours steps first and PettingZoo's evader controller is replaced by one handing out, in
 PettingZoo's order (the evaders left after the catches, in index order), the moves ours drew. Both
 then take the same random actions. Observations and PettingZoo's ``state()`` match exactly, and
-rewards to float32 rounding (PettingZoo sums each cycle's sub-steps in double precision).
+rewards to float32 rounding (PettingZoo sums each cycle's sub-steps in double precision). The
+parallel envs are compared after each cycle, the AEC envs (``env()``) after each agent's step.
 
 Three structural configurations (one kernel each) cover every argument: PettingZoo's defaults; a
 small non-square grid without ``surround``, ``n_catch=1``, ``shared_reward=False`` and

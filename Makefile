@@ -42,7 +42,7 @@ run: $(VENV)/.ready
 test: lint
 	@# every reference package is installed above: a missing one fails its comparison instead of skipping it
 	@# and Python's bytecode cache on (some machines turn it off): each test's subprocess then imports gpu_zoo compiled
-	PYTHONDONTWRITEBYTECODE= GPU_ZOO_REQUIRE_REFERENCES=1 $(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist worksteal --durations=10 $(ARGS); rc=$$?; if [ $$rc -eq 5 ]; then echo "no tests collected"; rc=0; fi; exit $$rc
+	PYTHONDONTWRITEBYTECODE= GPU_ZOO_REQUIRE_REFERENCES=1 $(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist worksteal --durations=25 $(ARGS); rc=$$?; if [ $$rc -eq 5 ]; then echo "no tests collected"; rc=0; fi; exit $$rc
 
 docs: $(VENV)/.ready
 	NO_MKDOCS_2_WARNING=1 $(BIN)/python -m mkdocs build --strict

@@ -80,3 +80,17 @@ def test_the_cpu_drivers_read_state_fields_from_the_kernel_arguments():
     # a callee whose fields cannot be told still gets the whole state, built in the loop
     push = kernel_source("simple_push_v3", "cpu", 4).split("def _drive_serial(", 1)[1].split("\ndef ", 1)[0]
     assert "        s = State(*((f_rew, " in push
+
+
+def test_the_kernels_name_hashes_every_module_their_phases_call_into():
+    """Numba's cache sees only the generated module: a helper module's change must name a new kernel."""
+    import sys
+
+    from gpu_zoo.core.compiler.compile import _sources_reached
+    from gpu_zoo.core.compiler.layout import Layout
+    from gpu_zoo.core.compiler.plan import stages
+
+    spec = gpu_zoo.get_spec("chess_v6")  # phases in chess.py call the move generator in chess_moves.py
+    step, reset = stages(Layout(spec, spec.make_params()))
+    phases = [getattr(sys.modules[m], n) for st in (step, reset) for m, n in st.imports.values()]
+    assert {"chess.py", "chess_moves.py", "boards.py"} <= {Path(f).name for f in _sources_reached(phases)}

@@ -102,13 +102,31 @@ def _dependency_hash(kernels: list[Stages]) -> str:
     never imports it, and every change it makes to the kernels shows in the generated text.
     """
     files = {inspect.getsourcefile(m) for m in (_rng, _sequential, _episode, _rebuild, _state_fields)}
-    for st in kernels:
-        for mod, _ in st.imports.values():
-            files.add(inspect.getsourcefile(sys.modules[mod]))
+    phases = [getattr(sys.modules[mod], name) for st in kernels for mod, name in st.imports.values()]
+    files |= _sources_reached(phases)
     h = hashlib.sha256()
     for f in sorted(files):
         h.update(Path(f).read_bytes())
     return h.hexdigest()[:16]
+
+
+def _sources_reached(functions) -> set[str]:
+    """The source files of ``functions`` and of every jitted function they call, however deep.
+
+    A phase's helpers often live in another module (a board game's shared helpers, chess's move
+    generator): a change there must name a new kernel as surely as a change in the phase's own file.
+    """
+    files, seen, todo = set(), set(), list(functions)
+    while todo:
+        fn = todo.pop()
+        py = getattr(fn, "py_func", fn)
+        if id(py) in seen or not inspect.isfunction(py):
+            continue
+        seen.add(id(py))
+        files.add(inspect.getsourcefile(py))
+        called = (py.__globals__.get(name) for name in py.__code__.co_names)
+        todo += [f for f in called if isinstance(f, Dispatcher)]
+    return files
 
 
 def _cpu_inlined(layout: Layout, imports: dict, per_obs: list[str]) -> list[str]:

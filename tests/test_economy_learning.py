@@ -15,7 +15,9 @@ import pytest
 import torch
 
 import gpu_zoo
-from gpu_zoo.economy.gather_trade_build import EconomyParams, constants, rate_limit
+from gpu_zoo.economy.gather_trade_build import constants
+from gpu_zoo.economy.params import EconomyParams
+from gpu_zoo.economy.taxes import rate_limit
 from studies.economy.learning import (
     REGIMES,
     anneal_schedule,

@@ -100,15 +100,15 @@ def _cpu_source(spec) -> str:
 def test_cpu_inline_helpers_inline_only_the_named_helpers_of_an_observation():
     """The economy's observation inlines its map helper and calls the rest; other envs inline everything."""
     from gpu_zoo.core.compiler.speed.rebuild import cpu_inline_only
-    from gpu_zoo.economy import gather_trade_build as gtb
+    from gpu_zoo.economy import market, observation
 
     src = _cpu_source(gpu_zoo.get_spec("gather_trade_build_v0"))
     assert "_obs_of_worker = cpu_inline_only(_obs_of_worker, ('window',), _inline)" in src
     assert "cpu_inline_only(" not in _cpu_source(gpu_zoo.get_spec("simple_tag_v3"))
-    twin = cpu_inline_only(gtb.observe_worker, ("window",), {})
+    twin = cpu_inline_only(observation.observe_worker, ("window",), {})
     calls = twin.py_func.__globals__
-    assert calls["window"] is not gtb.window and calls["window"].targetoptions.get("inline") == "always"
-    assert calls["price_levels"] is gtb.price_levels  # called, compiled once
+    assert calls["window"] is not observation.window and calls["window"].targetoptions.get("inline") == "always"
+    assert calls["price_levels"] is market.price_levels  # called, compiled once
 
 
 def test_an_inlined_helper_no_observation_calls_is_refused_naming_the_ones_they_call():

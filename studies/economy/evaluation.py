@@ -11,7 +11,8 @@ import argparse
 import numpy as np
 import torch
 
-from gpu_zoo.economy.gather_trade_build import EconomyParams, saez_fields
+from gpu_zoo.economy.params import EconomyParams
+from gpu_zoo.economy.taxes import saez_fields
 
 SAEZ_STATE = tuple(f.name for f in saez_fields(EconomyParams(tax_model="saez")) if f.name != "saez_bins")
 

@@ -3,7 +3,7 @@
 import torch
 
 import gpu_zoo
-from gpu_zoo.economy.gather_trade_build import EconomyParams
+from gpu_zoo.economy.params import EconomyParams
 
 # The AI Economist's map and rules, with short episodes and tax periods.
 ECON_SMALL = dict(max_cycles=60, tax_period=10)

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 import torch
 
-from gpu_zoo.economy import gather_trade_build as gtb
-from gpu_zoo.economy.gather_trade_build import EconomyParams, fixed_starts, ranked_skill_offsets
+from gpu_zoo.economy import layouts, taxes
 from gpu_zoo.economy.layouts import TILE_EMPTY, TILE_WOOD
+from gpu_zoo.economy.params import EconomyParams, fixed_starts, ranked_skill_offsets
 from tests.economy.helpers import (
     ASK_STONE,
     BID_STONE,
@@ -157,7 +157,7 @@ def test_fixed_skills_need_the_configuration_they_were_made_for(monkeypatch):
     for bad in (dict(skill_dist="none"), dict(layout="random")):
         with pytest.raises(ValueError, match="fixed_four_skill_and_loc needs"):
             EconomyParams(fixed_four_skill_and_loc=True, **bad)
-    monkeypatch.setitem(gtb.LAYOUTS, "wet_corner", ("     @", "      ", "      ", "      "))
+    monkeypatch.setitem(layouts.LAYOUTS, "wet_corner", ("     @", "      ", "      ", "      "))
     EconomyParams(layout="wet_corner", height=4, width=6, num_workers=3)
     with pytest.raises(ValueError, match="not distinct dry tiles"):
         EconomyParams(layout="wet_corner", height=4, width=6, num_workers=3, fixed_four_skill_and_loc=True)
@@ -352,8 +352,8 @@ def test_random_bracket_rates_are_drawn_per_bracket_and_period_and_replay():
 
 
 def test_random_rates_stay_within_the_annealed_limit(monkeypatch):
-    monkeypatch.setattr(gtb, "rate_of", gtb.rate_of.py_func)  # kernel functions have no Python wrapper
-    assert [gtb.rates_allowed.py_func(x) for x in (0.0, 0.04, 0.31, 0.999, 1.0)] == [1, 1, 7, 20, 21]
+    monkeypatch.setattr(taxes, "rate_of", taxes.rate_of.py_func)  # kernel functions have no Python wrapper
+    assert [taxes.rates_allowed.py_func(x) for x in (0.0, 0.04, 0.31, 0.999, 1.0)] == [1, 1, 7, 20, 21]
 
 
 @pytest.mark.parametrize("kw, match", [

@@ -15,7 +15,8 @@ import torch
 
 import gpu_zoo
 import gpu_zoo.economy.gather_trade_build as gtb
-from gpu_zoo.economy.gather_trade_build import BRACKETS, SAEZ_BINS, US_CUTOFFS_USD, EconomyParams
+from gpu_zoo.economy import taxes
+from gpu_zoo.economy.params import BRACKETS, SAEZ_BINS, US_CUTOFFS_USD, EconomyParams
 from tests.economy.helpers import NOOP, act
 from tests.helpers import ECON_SAEZ, SAEZ_INCOME, reference
 
@@ -61,14 +62,14 @@ def our_saez(z, tau, elas, avg, limit=1.0, **kw):
         saez_count=np.array([len(z)], dtype=np.int32), saez_next=np.zeros(1, np.int32),
         saez_elas=np.array([elas], dtype=np.float64), saez_avg_rates=np.array([avg], dtype=np.float64),
         saez_bins=np.zeros((1, 2, SAEZ_BINS + 1)), cutoffs=np.array([cut]), tax_rate=np.zeros((1, BRACKETS)))
-    gtb.saez_set_rates.py_func(s, p, 0, limit)
+    taxes.saez_set_rates.py_func(s, p, 0, limit)
     return s.tax_rate[0], float(s.saez_elas[0]), s.saez_avg_rates[0]
 
 
 @pytest.fixture()
 def plain_python(monkeypatch):
     for name in ("saez_edge", "saez_bin", "pareto_weight", "saez_elasticity", "saez_bin_rates"):
-        monkeypatch.setattr(gtb, name, getattr(gtb, name).py_func)  # kernel functions have no Python wrapper
+        monkeypatch.setattr(taxes, name, getattr(taxes, name).py_func)  # kernel functions have no Python wrapper
 
 
 def theirs(tax, z, tau, elas, avg):
@@ -108,12 +109,12 @@ def test_saez_bins_with_gaps_and_one_income(aie_world, plain_python):
 def test_saez_histogram_bins_as_numpy(plain_python):
     top = 510.3
     edges = np.linspace(0, top, SAEZ_BINS + 1)
-    assert [gtb.saez_edge(top, i) for i in range(SAEZ_BINS + 1)] == edges.tolist()
+    assert [taxes.saez_edge(top, i) for i in range(SAEZ_BINS + 1)] == edges.tolist()
     z = np.r_[edges, np.nextafter(edges, -1)[1:], np.nextafter(edges, np.inf)[:-1], np.random.default_rng(0).uniform(
         0, top, 2000)]
     want = np.searchsorted(edges, z, side="right") - 1
     want[z == top] = SAEZ_BINS - 1
-    assert [gtb.saez_bin(top, x) for x in z] == want.tolist()
+    assert [taxes.saez_bin(top, x) for x in z] == want.tolist()
 
 
 def test_saez_annealed_limit_caps_the_rates(aie_world, plain_python):
@@ -171,7 +172,7 @@ def test_saez_env_fills_its_ring_then_sets_the_formulas_rates(aie_world):
         if day == 1:
             s.coin[:, 0] = s.last_coin[:, 0] / 2  # a loss: an income below 0
         z = (s.coin[:, :4] - s.last_coin[:, :4]).clone()
-        rates = [[float(gtb.marginal_rate.py_func(s.tax_rate.numpy(), s.cutoffs.numpy(), e, float(x))) for x in z[e]]
+        rates = [[float(taxes.marginal_rate.py_func(s.tax_rate.numpy(), s.cutoffs.numpy(), e, float(x))) for x in z[e]]
                  for e in range(n)]
         act(env, [NOOP] * 4)  # tax day; after the last, the episode ends and the env resets
         slots = [(4 * day + k) % ring_size for k in range(4)]

@@ -26,8 +26,8 @@ import torch
 
 import gpu_zoo
 from gpu_zoo.core.api.rng import hash_u64
-from gpu_zoo.economy import gather_trade_build as gtb
 from gpu_zoo.economy.layouts import TILE_STONE, TILE_WOOD
+from gpu_zoo.economy.params import DRAW_BONUS, DRAW_MOVE_ORDER, DRAW_RATE, DRAW_TILE
 from tests.economy.helpers import ECON_SMALL, P, econ_env
 from tests.helpers import ECON_SAEZ, SAEZ_INCOME, reference
 
@@ -102,10 +102,10 @@ def step_both(theirs, ours, workers: np.ndarray, planner: np.ndarray, monkeypatc
     """One step of each with the same actions, the package rolling ours's dice."""
     s = ours.state
     t = int(s.t[0]) + 1
-    bonus = [draw(s, a, gtb.DRAW_BONUS, t) for a in range(N)]
-    keys = [draw(s, a, gtb.DRAW_MOVE_ORDER, t) for a in range(N)]
-    rates = np.array([draw(s, N, gtb.DRAW_RATE + b, t) for b in range(7)])  # the planner's: random Saez rates
-    regrowth = np.array([draw(s, N + 1 + k, gtb.DRAW_TILE, t) for k in range(P.height * P.width)],
+    bonus = [draw(s, a, DRAW_BONUS, t) for a in range(N)]
+    keys = [draw(s, a, DRAW_MOVE_ORDER, t) for a in range(N)]
+    rates = np.array([draw(s, N, DRAW_RATE + b, t) for b in range(7)])  # the planner's: random Saez rates
+    regrowth = np.array([draw(s, N + 1 + k, DRAW_TILE, t) for k in range(P.height * P.width)],
                         dtype=np.float64).reshape(P.height, P.width)
     ours.step({"worker": ours.actions["worker"].new_tensor(workers[None]),
                "planner": ours.actions["planner"].new_tensor(planner[None, None])})

@@ -14,13 +14,9 @@ import numpy as np
 import pytest
 import torch
 
-from gpu_zoo.economy.gather_trade_build import (
-    EconomyParams,
-    fixed_starts,
-    ranked_skill_offsets,
-    worker_action_meanings,
-)
+from gpu_zoo.economy.gather_trade_build import worker_action_meanings
 from gpu_zoo.economy.layouts import TILE_STONE, TILE_WATER, TILE_WOOD
+from gpu_zoo.economy.params import EconomyParams, fixed_starts, ranked_skill_offsets
 from tests.economy.helpers import ECON_SMALL, NOOP, act, econ_env, staged
 from tests.helpers import reference
 

@@ -3,7 +3,7 @@
 One nested entry per agent group, batch size ``(num_envs,)`` and group tensors
 ``(num_envs, group_size, ...)``::
 
-    (group, "observation")   (E, n, obs_size) float32
+    (group, "observation")   (E, n, obs_size) float32 (uint8 for a group of obs_dtype="u8")
     (group, "action")        (E, n) indices (MultiDiscrete: (E, n, k); one-hot with categorical_actions=False)
     (group, "action_mask")   (E, n, mask_size) bool, for groups with action masks
     (group, "reward")        (E, n, 1) float32
@@ -30,6 +30,7 @@ a partial ``_reset`` reads a value back to the host: whether any env needs the r
 from __future__ import annotations
 
 import gymnasium
+import numpy as np
 import torch
 import torch.nn.functional as F
 
@@ -57,8 +58,11 @@ _FLAGS = ("done", "terminated", "truncated")
 
 
 def box_spec(space: gymnasium.spaces.Box) -> TensorSpec:
-    """One agent's spec of a Box: unbounded where the Box is, else bounded (as TorchRL's gym wrapper maps it)."""
-    dtype = torch.float32
+    """One agent's spec of a Box: unbounded where the Box is, else bounded (as TorchRL's gym wrapper maps it).
+
+    Of the Box's dtype: float32, or uint8 for a ``obs_dtype="u8"`` group's observations.
+    """
+    dtype = torch.uint8 if space.dtype == np.uint8 else torch.float32
     low, high = torch.as_tensor(space.low, dtype=dtype), torch.as_tensor(space.high, dtype=dtype)
     if bool(torch.isinf(low).all()) and bool(torch.isinf(high).all()):
         return Unbounded(space.shape, dtype=dtype)

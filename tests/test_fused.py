@@ -137,11 +137,18 @@ def test_the_policy_loss_by_the_logits_is_autograds(space, masked):
 @pytest.mark.parametrize("space,masked", [(gymnasium.spaces.Discrete(4), False),
                                           (gymnasium.spaces.MultiDiscrete([3, 2]), True)])
 @pytest.mark.parametrize("drawn", [False, True])
-def test_act_samples_the_policy_and_writes_the_step(space, masked, drawn):
-    """The actor's draw and the step's storage, with the actor in the kernel or its logits given (``drawn``)."""
+@pytest.mark.parametrize("u8", [False, True], ids=["float32_obs", "uint8_obs"])
+def test_act_samples_the_policy_and_writes_the_step(space, masked, drawn, u8):
+    """The actor's draw and the step's storage, with the actor in the kernel or its logits given (``drawn``).
+
+    ``u8``: the env's observations are bytes (a board's 0/1 planes), which the kernel reads as float32.
+    """
     E, n, T, t = 400, 3, 4, 2
     pol = policy(6, space, hidden=16)
     obs = torch.randn(1, 1, 6, device=DEVICE).expand(E, n, 6).contiguous()  # one state, many draws
+    if u8:
+        obs = (obs > 0).to(torch.uint8)
+    x = obs.float()  # what the networks take
     nh = len(pol.splits)
     mask = None
     if masked:
@@ -153,23 +160,23 @@ def test_act_samples_the_policy_and_writes_the_step(space, masked, drawn):
     env_actions = torch.full_like(storage["act"][0], -1)
     step = torch.tensor([5], device=DEVICE)
     key = fused.draw_key(0, 0, 1)
-    given = pol.actor(obs).detach() if drawn else None
+    given = pol.actor(x).detach() if drawn else None
 
     def act(into, at_step):
         fused.act(pol.actor, obs, mask, into, storage, torch.tensor([t], device=DEVICE), at_step,
                   fused.head_bounds(pol.splits, DEVICE), key, logits=given)
 
     act(env_actions, step)
-    assert torch.equal(storage["act"][t], env_actions) and torch.equal(storage["obs"][t], obs)
+    assert torch.equal(storage["act"][t], env_actions) and torch.equal(storage["obs"][t], x)
     assert not storage["obs"][t - 1].any() and not storage["logp"][t + 1].any()
     with torch.no_grad():
-        _, logp, _, _ = pol.act(obs, env_actions.long(), mask=mask)
+        _, logp, _, _ = pol.act(x, env_actions.long(), mask=mask)
     torch.testing.assert_close(storage["logp"][t], logp, **TOL)
     if masked:
         assert torch.equal(storage["action_mask"][t], mask)
         assert (env_actions[..., 0] != 1).all(), "a masked action was drawn"
     # the first head's frequencies are its probabilities (1200 draws: within 5 standard errors)
-    logits = pol.actor(obs[0, 0]).detach()
+    logits = pol.actor(x[0, 0]).detach()
     if masked:
         logits = logits.masked_fill(~mask[0, 0], -1e9)
     p = logits[:pol.splits[0]].softmax(-1)
@@ -253,6 +260,32 @@ def test_a_fused_rollout_is_the_env_stepped_with_its_actions(kernels_on_this_dev
                                  *((stats[f"return_{g}"].mean(-1) * d).sum() for g in env.groups)])
     torch.testing.assert_close(trainer.episode_acc, episodes)
     assert episodes[0] > 0, "episodes ended inside the rollout"
+
+
+@pytest.mark.parametrize("path", ["torch", "fused", "drawn"])
+def test_a_board_games_bytes_are_stored_as_float32(monkeypatch, path):
+    """Tic-tac-toe observes uint8 planes (``obs_dtype="u8"``): each path stores and feeds float32 to the networks."""
+    if path != "torch":
+        monkeypatch.setattr(fused, "available", lambda device: True)
+    if path == "drawn":
+        monkeypatch.setattr(fused, "supported", lambda *widths: False)
+    args = Args(env_id="tictactoe_v3", num_envs=4, num_steps=6, total_env_steps=24, device=str(DEVICE),
+                eval_episodes=0, gif=False, cuda_graph=False, hidden=16, bf16_layers=False, fused=path != "torch",
+                update_epochs=1, num_minibatches=1)
+    trainer = Trainer(args)
+    assert trainer.recorded == (() if path == "torch" else ("player",))
+    env, b = trainer.env, trainer.buf["player"]
+    assert env.obs["player"].dtype == torch.uint8
+    for t in range(args.num_steps):
+        seen = env.obs["player"].float()
+        with torch.no_grad():
+            trainer._rollout_step()
+        nxt = torch.where(env.info["done"].view(-1, 1, 1), env.final_obs["player"], env.obs["player"]).float()
+        assert torch.equal(b["obs"][t], seen) and torch.equal(b["next_obs"][t], nxt), t
+    assert b["obs"].dtype == torch.float32 and b["obs"].any()
+    trainer._value_final_observations()
+    trainer.update()
+    assert all(p.isfinite().all() for p in trainer.policies["player"].parameters())
 
 
 @pytest.mark.parametrize("critic", ["local", "state"])

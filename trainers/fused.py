@@ -181,7 +181,7 @@ if triton is not None:
         rows = tl.program_id(0) * BM + tl.arange(0, BM)
         d, o = tl.arange(0, DP), tl.arange(0, OP)
         rm = rows < M
-        x = tl.load(x_ptr + rows[:, None] * D + d[None, :], mask=rm[:, None] & (d[None, :] < D), other=0.0)
+        x = tl.load(x_ptr + rows[:, None] * D + d[None, :], mask=rm[:, None] & (d[None, :] < D), other=0).to(tl.float32)
         w1t, bb1, w2t, bb2, w3t, bb3 = _load_weights(w1, b1, w2, b2, w3, b3, D, H, OUT, DP, HP, OP)
         _, _, y = _forward(x, w1t, bb1, w2t, bb2, w3t, bb3, PREC)
         tl.store(y_ptr + rows[:, None] * OUT + o[None, :], y, mask=rm[:, None] & (o[None, :] < OUT))
@@ -198,7 +198,7 @@ if triton is not None:
         t = tl.load(t_ptr).to(tl.int64)
         seed = key + (tl.load(step_ptr) & 0xFFFFFFFF)
         xm = rm[:, None] & (d[None, :] < D)
-        x = tl.load(x_ptr + rows[:, None] * D + d[None, :], mask=xm, other=0.0)
+        x = tl.load(x_ptr + rows[:, None] * D + d[None, :], mask=xm, other=0).to(tl.float32)  # uint8 boards too
         tl.store(s_obs + t * M * D + rows[:, None] * D + d[None, :], x, mask=xm)
         om = rm[:, None] & (cols[None, :] < OUT)
         if FORWARD:
@@ -245,8 +245,9 @@ if triton is not None:
                  mask=rm)
         d = tl.arange(0, DP)
         xm = rm[:, None] & (d[None, :] < D)
-        nxt = tl.load(obs_ptr + rows[:, None] * D + d[None, :], mask=xm & ~done[:, None], other=0.0)
-        fin = tl.load(fobs_ptr + rows[:, None] * D + d[None, :], mask=xm & done[:, None], other=0.0)
+        # float32 storage whatever the env's observations hold (a board's uint8 planes)
+        nxt = tl.load(obs_ptr + rows[:, None] * D + d[None, :], mask=xm & ~done[:, None], other=0).to(tl.float32)
+        fin = tl.load(fobs_ptr + rows[:, None] * D + d[None, :], mask=xm & done[:, None], other=0).to(tl.float32)
         tl.store(s_next + t * E * N * D + rows[:, None] * D + d[None, :], tl.where(done[:, None], fin, nxt), mask=xm)
         # finished episodes: count and length once per env (first group), each group's mean return
         ret = tl.load(ret_ptr + at, mask=rm & done, other=0.0)

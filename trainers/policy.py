@@ -102,8 +102,9 @@ class GroupPolicy(nn.Module):
         """(action, log-prob) from the actor alone, as `act` draws them.
 
         A rollout step or an evaluation needs no value (and a centralised critic's input is not the observation).
+        An env's uint8 observations (a board's planes) enter the network as float32.
         """
-        return self.draw(self.actor(obs), None, mask, greedy, with_entropy=False)[:2]
+        return self.draw(self.actor(obs.float()), None, mask, greedy, with_entropy=False)[:2]
 
     def draw(self, out: torch.Tensor, action=None, mask=None, greedy: bool = False, with_entropy: bool = True):
         """(action, log-prob, entropy or None) from the actor's output ``out``: the action drawn (or given)."""

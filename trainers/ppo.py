@@ -343,6 +343,10 @@ class Trainer:
         self._inference = {g: InferenceLayers(self.policies[g]) for g in self.half}
         self._critic_inputs = ("critic_obs", "next_critic_obs") if args.critic == "state" else ("obs", "next_obs")
         self.buf = {g: self._storage(g) for g in self.policies}
+        # The networks take float32: a group observing bytes (obs_dtype="u8", a board's planes) has its
+        # observations copied into a float32 buffer made once, so a captured rollout step allocates nothing.
+        self._float_obs = {g: torch.zeros(self.env.obs[g].shape, device=self.device) for g in self.policies
+                           if self.env.obs[g].dtype != torch.float32}
         T, E = args.num_steps, args.num_envs  # the env's global state at each step and after it (MAPPO)
         self._states = {k: torch.zeros(T, E, self.env.state_size, device=self.device)
                         for k in (("state", "next_state") if args.critic == "state" else ())}
@@ -497,6 +501,12 @@ class Trainer:
         h = pol.trunk(x)
         return pol.policy_head(h), pol.value_head(h).squeeze(-1)
 
+    def _network_input(self, g: str) -> torch.Tensor:
+        """Group ``g``'s current observations as the networks take them: float32 (`_float_obs`)."""
+        if g not in self._float_obs:
+            return self.env.obs[g]
+        return self._float_obs[g].copy_(self.env.obs[g])
+
     def _rollout_step(self):
         """One step of every env, written to the storage at the step index ``self._t`` (a device tensor).
 
@@ -510,12 +520,14 @@ class Trainer:
             b = self.buf[g]
             if g in self._heads:  # the actor's layers in the kernel, or torch's and the draw in the kernel
                 logits = value = None
+                if g in self.drawn:  # torch layers: float32 in; the kernel reads uint8 observations itself
+                    x = self._network_input(g)
                 if g in self._inference:
-                    logits, value = self._inference[g](env.obs[g])
+                    logits, value = self._inference[g](x)
                 elif g in self.valued_in_step:
-                    logits, value = self._trunk_and_heads(g, env.obs[g])
+                    logits, value = self._trunk_and_heads(g, x)
                 elif g in self.drawn:
-                    logits = self._layers(g, pol.actor, env.obs[g])
+                    logits = self._layers(g, pol.actor, x)
                 if g in self.valued_in_step:
                     put(b["value"], t, value)
                 fused.act(pol.actor, env.obs[g], masks.get(g), env.actions[g], b, t, self.counters[1:], self._heads[g],
@@ -526,7 +538,7 @@ class Trainer:
             if g in self.masked:
                 put(b["action_mask"], t, masks[g])
                 mask = masks[g]
-            act, logp = pol.sample(env.obs[g], mask=mask)
+            act, logp = pol.sample(self._network_input(g), mask=mask)
             put(b["act"], t, act)
             put(b["logp"], t, logp)
             env.actions[g].copy_(pol.to_env(act))

@@ -63,8 +63,10 @@ def two_seats(rows: int, cols: int, num_moves: int, names: tuple[str, str]) -> t
     """The one group of a two-player board game: PettingZoo's agents, board planes and masked moves."""
     board = ObsBlock("board", rows * cols * 2, f"({rows}, {cols}, 2): the observer's pieces, then its opponent's",
                      fill=own_and_opponent_planes)
+    # 0/1 planes as bytes: a quarter of float32's memory traffic (Group.obs_dtype)
     return (Group("player", 2, (board,), gymnasium.spaces.Discrete(num_moves), obs_low=0.0, obs_high=1.0,
-                  masked=True, agent_names=names, obs_space=gymnasium.spaces.Box(0, 1, (rows, cols, 2), np.int8)),)
+                  obs_dtype="u8", masked=True, agent_names=names,
+                  obs_space=gymnasium.spaces.Box(0, 1, (rows, cols, 2), np.int8)),)
 
 
 def discs(image: np.ndarray, centres, radius: float, color) -> None:

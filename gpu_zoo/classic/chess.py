@@ -26,7 +26,7 @@ after the eight latest moves, 13 planes each: the observer's pawns, knights, bis
 queen, king, the opponent's, and ones where that position occurred before (zeros before the
 game's first moves). A pawn that just advanced two squares shows on its side's back rank. With
 it an ``action_mask`` of 4672 moves: the legal ones for the player to move, zeros for the other.
-The batched face gives flat float32 rows, the masks in ``info["action_mask"]`` and the mover in
+The batched face gives flat uint8 rows, the masks in ``info["action_mask"]`` and the mover in
 ``env.current_player``.
 
 ## Actions
@@ -96,7 +96,7 @@ def groups(p: ChessParams) -> tuple[Group, ...]:
     planes = ObsBlock("planes", 64 * PLANES, "(8, 8, 111): castling, colour, clock, ones, eight boards of history",
                       fill=plane)
     return (Group("player", 2, (planes,), gymnasium.spaces.Discrete(NUM_ACTIONS), obs_low=0.0, obs_high=1.0,
-                  masked=True, obs_space=gymnasium.spaces.Box(0, 1, (8, 8, PLANES), bool)),)
+                  obs_dtype="u8", masked=True, obs_space=gymnasium.spaces.Box(0, 1, (8, 8, PLANES), bool)),)
 
 
 def fields(p: ChessParams) -> tuple[Field, ...]:

@@ -18,7 +18,7 @@ ValueError naming the legal columns.
 ## Observations
 ``(6, 7, 2)`` int8 planes from the observer's side: its own pieces, then its opponent's (row 0 is
 the top). With it an ``action_mask`` of the 7 columns: the legal ones for the player to move,
-zeros for the other. The batched face gives the board as flat float32 rows of 84 and the masks
+zeros for the other. The batched face gives the board as flat uint8 rows of 84 and the masks
 in ``info["action_mask"]``; ``env.current_player`` says whose move each env reads.
 
 ## Actions

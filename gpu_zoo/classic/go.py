@@ -24,7 +24,7 @@ are the board after the ``k``-th latest move (0 the latest, up to 7), the stones
 who made that move, then its opponent's (zeros before the game's first moves); plane 16 is 1
 for white. With it an ``action_mask`` of ``N * N + 1`` moves: the legal ones for the player to
 move (only the pass once the game is over), zeros for the other. The batched face gives flat
-float32 rows, the masks in ``info["action_mask"]`` and the mover in ``env.current_player``.
+uint8 rows, the masks in ``info["action_mask"]`` and the mover in ``env.current_player``.
 
 ## Actions
 ``Discrete(N * N + 1)``: point ``row * N + col``, or ``N * N`` to pass.
@@ -74,7 +74,7 @@ def groups(p: GoParams) -> tuple[Group, ...]:
     planes = ObsBlock("planes", n * n * PLANES, f"({n}, {n}, {PLANES}): eight boards of history, then the colour",
                       fill=plane)
     return (Group("player", 2, (planes,), gymnasium.spaces.Discrete(n * n + 1), obs_low=0.0, obs_high=1.0,
-                  masked=True, agent_names=("black_0", "white_0"),
+                  obs_dtype="u8", masked=True, agent_names=("black_0", "white_0"),
                   obs_space=gymnasium.spaces.Box(0, 1, (n, n, PLANES), bool)),)
 
 

@@ -19,7 +19,7 @@ ValueError naming the legal squares.
 ## Observations
 ``(3, 3, 2)`` int8 planes from the observer's side, ``observation[i // 3, i % 3]`` for square
 ``i``: its own marks, then its opponent's. With it an ``action_mask`` of the 9 squares: the
-legal ones for the player to move, zeros for the other. The batched face gives flat float32
+legal ones for the player to move, zeros for the other. The batched face gives flat uint8
 rows of 18, the masks in ``info["action_mask"]`` and the mover in ``env.current_player``.
 
 ## Actions

@@ -19,6 +19,7 @@ from .params import check_count, checked
 from .tuning import Tuning
 
 DTYPES = ("f64", "f32", "i32", "u8")
+OBS_DTYPES = ("f32", "u8")  # what a group's observation buffers hold (Group.obs_dtype)
 PLAYS = ("simultaneous", "turns", "rounds", "sequential")  # how an env's agents take their actions (EnvSpec.play)
 
 
@@ -29,7 +30,8 @@ class Field:
     Attributes:
         name: attribute name under which phase functions reach it (``s.name``).
         dtype: ``"f32"``, ``"i32"``, ``"u8"`` (booleans) or ``"f64"`` (for state that must track a
-            double-precision reference; observations and rewards stay float32).
+            double-precision reference; rewards stay float32, observations too unless their group
+            is ``obs_dtype="u8"``).
         shape: per-environment shape, e.g. ``(num_agents,)`` or ``()``.
         doc: one line for the docs.
         init: optional per-environment contents (a flat tuple of ``prod(shape)`` values), written
@@ -42,6 +44,9 @@ class Field:
     shape: tuple[int, ...] = ()
     doc: str = ""
     init: tuple | None = None
+    flag: bool = True
+    """For ``"u8"``: the values are booleans, which Python sees as ``torch.bool`` (`Buffers.fields`);
+    False for bytes 0..255 seen as ``torch.uint8`` (a ``obs_dtype="u8"`` group's observations)."""
 
     def __post_init__(self):
         if self.dtype not in DTYPES:
@@ -107,6 +112,13 @@ class Group:
     dtype: a board's ``(rows, cols, planes)`` of int8 or bool 0/1 planes), or a ``Discrete`` for a
     one-value observation (rock-paper-scissors' last move). The kernels compute float32 values
     either way, which must then be whole numbers the space contains."""
+    obs_dtype: str = "f32"
+    """What the observation buffers (``obs_<name>``, ``final_obs_<name>``) hold: ``"f32"``, or
+    ``"u8"`` for observations that are whole numbers 0..255 (a board's 0/1 planes, pixels): a
+    quarter of the memory traffic of float32. The kernels still compute float32 values, cast to
+    uint8 as they are stored (they must then be whole numbers, and ``obs_low >= 0``,
+    ``obs_high <= 255``); the batched face's observations and `observation_space` are uint8, and
+    a network converts them to float32 itself."""
 
     def __post_init__(self):
         if self.agent_names is not None:
@@ -116,6 +128,11 @@ class Group:
                 raise ValueError(f"group {self.name!r}: agent_names must be {self.count} distinct non-empty strs, "
                                  f"got {self.agent_names!r}")
             object.__setattr__(self, "agent_names", names)
+        if self.obs_dtype not in OBS_DTYPES:
+            raise ValueError(f"group {self.name!r}: obs_dtype must be one of {OBS_DTYPES}, got {self.obs_dtype!r}")
+        if self.obs_dtype == "u8" and not (0 <= self.obs_low and self.obs_high <= 255):
+            raise ValueError(f"group {self.name!r}: obs_dtype='u8' holds whole numbers 0..255, so it needs "
+                             f"obs_low >= 0 and obs_high <= 255; got obs_low={self.obs_low}, obs_high={self.obs_high}")
         sp = self.obs_space
         if sp is not None and not (isinstance(sp, gymnasium.spaces.Box) and math.prod(sp.shape) == self.obs_size
                                    or isinstance(sp, gymnasium.spaces.Discrete) and self.obs_size == 1):

@@ -13,6 +13,7 @@ from .plan import (
     keeps_state_tuple,
     restart_tail,
     state_tuple,
+    stored,
 )
 from .speed.state_fields import SubStates
 
@@ -35,7 +36,7 @@ def _cpu_elem_helper(name: str, target: str, value: str, observed: bool, by_bloc
         out += [f"    for ai in range({gi.count}):", f"        a = ai + {gi.lo}"]
         if observed:
             out += ["        if not _observing(s, e, a):", f"            for i in range({D}):",
-                    f"                {store} = np.float32(0.0)", "            continue"]
+                    f"                {store} = {stored(gi, 'np.float32(0.0)')}", "            continue"]
         if by_block:
             # As on CUDA (`codegen_cuda._cuda_run_loops`): a run's blocks computed together for each
             # offset. The observation is inlined once per block: a longer compile for a faster step
@@ -43,9 +44,10 @@ def _cpu_elem_helper(name: str, target: str, value: str, observed: bool, by_bloc
             for run in block_runs(gi):
                 out += [f"        for j in range({run[0][2]}):",
                         *(f"            v{b} = {value.format(g=gi.name, b=b)}" for b, _, _ in run),
-                        *(f"            s.{target}_{gi.name}[e, ai, {off} + j] = v{b}" for b, off, _ in run)]
+                        *(f"            s.{target}_{gi.name}[e, ai, {off} + j] = {stored(gi, f'v{b}')}"
+                          for b, off, _ in run)]
         else:
-            out += [f"        for i in range({D}):", f"            {store} = {value.format(g=gi.name)}"]
+            out += [f"        for i in range({D}):", f"            {store} = {stored(gi, value.format(g=gi.name))}"]
     return "\n".join(out)
 
 
@@ -72,7 +74,8 @@ def _one_loop_for_every_group(target: str, value: str, observed: bool, layout: L
            f"        for i in range({max(gi.group.obs_size for gi in groups)}):",
            "            if i < D:",
            f"                v = {value} if seen else np.float32(0.0)" if observed else f"                v = {value}"]
-    out += ["                " + line for line in ladder(lambda gi: f"s.{target}_{gi.name}[e, a - {gi.lo}, i] = v")]
+    out += ["                " + line
+            for line in ladder(lambda gi: f"s.{target}_{gi.name}[e, a - {gi.lo}, i] = {stored(gi, 'v')}")]
     return out
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from .launch_shape import LaunchShape
 from .layout import Layout
-from .plan import Stages, block_runs, bound_groups, field_args, restart_tail, state_tuple
+from .plan import Stages, block_runs, bound_groups, field_args, restart_tail, state_tuple, stored
 
 # Masking an index with this tells the compiler it is not negative, so the array accesses built
 # from it skip Numba's wraparound for negative indices (a compare and a select per access). Loop
@@ -43,14 +43,14 @@ def _cuda_elem_loop(gi, tpe: int, target: str, value: str, observed: bool, by_bl
 
         def whole_row(val):
             return [f"{ind}il = lane & {W - 1}", f"{ind}while il < {D}:", f"{ind}    i = il & {NONNEG}",
-                    f"{ind}    {store} = {val}", f"{ind}    il += {W}"]
+                    f"{ind}    {store} = {stored(gi, val)}", f"{ind}    il += {W}"]
 
         row = whole_row(value)
         out += ["            if _observing(s, e, a):", *row, "            else:", *whole_row(zero)] if observed else row
         return out + [f"            al += {R}"]
     val = f"{value} if _observing(s, e, a) else {zero}" if observed else value
     return _flat_pairs(n, D, tpe, "il", [f"            a = (ai + {lo}) & {NONNEG}", f"            i = il & {NONNEG}",
-                                          f"            {store} = {val}"])
+                                          f"            {store} = {stored(gi, val)}"])
 
 
 def _flat_pairs(n: int, size: int, tpe: int, inner: str, body: list[str]) -> list[str]:
@@ -85,7 +85,8 @@ def _cuda_run_loops(gi, tpe: int, target: str, value: str, observed: bool) -> li
                        f"{ind}else:", *(f"{ind}    {v} = np.float32(0.0)" for v, _ in values)]
         else:
             compute = [f"{ind}{v} = {x}" for v, x in values]
-        stores = [f"{ind}s.{target}_{gi.name}[e, np.uint64(ai), np.uint64({off} + jl)] = v{b}" for b, off, _ in run]
+        stores = [f"{ind}s.{target}_{gi.name}[e, np.uint64(ai), np.uint64({off} + jl)] = {stored(gi, f'v{b}')}"
+                  for b, off, _ in run]
         head = [f"{ind}a = (ai + {lo}) & {NONNEG}", f"{ind}j = jl & {NONNEG}"]
         out += _flat_pairs(n, run[0][2], tpe, "jl", head + compute + stores)
     return out

@@ -63,7 +63,8 @@ class GroupInfo:
     @cached_property
     def observation_space(self) -> gymnasium.spaces.Box:
         g = self.group
-        return gymnasium.spaces.Box(g.obs_low, g.obs_high, (g.obs_size,), np.float32)
+        dtype = np.uint8 if g.obs_dtype == "u8" else np.float32
+        return gymnasium.spaces.Box(g.obs_low, g.obs_high, (g.obs_size,), dtype)
 
     @property
     def action_space(self) -> gymnasium.spaces.Space:
@@ -159,9 +160,9 @@ class Layout:
         if self.spec.play == "sequential":  # whole cycles unless a face asks for one agent's move
             out.append(Field("mover", "i32", (), CORE_DOCS["mover"], init=(-1,)))
         for gi in self.groups.values():
-            D = gi.group.obs_size
-            out.append(Field(f"obs_{gi.name}", "f32", (gi.count, D), f"observations of the {gi.name} group"))
-            out.append(Field(f"final_obs_{gi.name}", "f32", (gi.count, D), "observation before an auto-reset"))
+            D, dt = gi.group.obs_size, gi.group.obs_dtype  # u8: bytes, not flags (Field.flag)
+            out.append(Field(f"obs_{gi.name}", dt, (gi.count, D), f"observations of the {gi.name} group", flag=False))
+            out.append(Field(f"final_obs_{gi.name}", dt, (gi.count, D), "observation before an auto-reset", flag=False))
             out.append(Field(f"act_{gi.name}", gi.action_dtype, (gi.count, *gi.action_shape), "actions"))
             if gi.group.masked:
                 out.append(Field(f"mask_{gi.name}", "u8", (gi.count, gi.mask_size), "1 where an action is feasible"))

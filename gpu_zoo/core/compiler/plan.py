@@ -324,6 +324,15 @@ def bound_groups(layout: Layout, bound) -> list[tuple[str, tuple, str, int, int]
     return out
 
 
+def stored(gi, value: str) -> str:
+    """``value``, a float32 observation value, as group ``gi``'s observation buffers hold it.
+
+    A ``obs_dtype="u8"`` group's buffers hold bytes (a board's 0/1 planes at a quarter of the
+    memory traffic): the value, a whole number 0..255, is cast as it is stored.
+    """
+    return f"np.uint8({value})" if gi.group.obs_dtype == "u8" else value
+
+
 def _blocks(gi) -> list[tuple[int, int, int]]:
     """(index, first element, size) of each of a group's observation blocks."""
     out, off = [], 0

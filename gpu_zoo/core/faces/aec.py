@@ -248,7 +248,10 @@ class GpuZooSequentialEnv(GpuZooRoundsEnv):
 
 
 def pettingzoo_observation(group: Group, row: np.ndarray):
-    """One agent's flat float32 row as the PettingZoo faces give it: in the group's ``obs_space`` if it has one."""
+    """One agent's flat row (float32, or uint8 for ``obs_dtype="u8"``) as the PettingZoo faces give it.
+
+    In the group's ``obs_space`` if it has one (the row's whole numbers cast to its dtype).
+    """
     sp = group.obs_space
     if isinstance(sp, gymnasium.spaces.Discrete):
         return np.array(int(row[0]), dtype=np.int64)

@@ -362,8 +362,8 @@ class BatchedEnv:
         observations) may be any tensors shaped as the observations, with more leading axes allowed:
         ``final_obs``, or a rollout's stored ``(T, num_envs, group_size, obs_size)``.
         """
-        obs = self.obs if obs is None else obs
-        return torch.cat([obs[g].flatten(-2) for g in self.groups], dim=-1)
+        obs = self.obs if obs is None else obs  # float32 whatever the groups' obs_dtype
+        return torch.cat([obs[g].flatten(-2).to(torch.float32) for g in self.groups], dim=-1)
 
     def sample_actions(self, generator: torch.Generator | None = None, groups=None,
                        out: Mapping[str, torch.Tensor] | None = None) -> dict[str, torch.Tensor]:

@@ -16,11 +16,12 @@ FIELD_ALIGN = 128  # bytes: a GPU cache line
 class Buffers:
     """Holds the storage of ``num_envs`` environments and a torch view per field.
 
-    ``fields.<name>`` are the ``(num_envs, *shape)`` views Python code reads and writes (booleans
-    as ``torch.bool``), and ``raw.<name>`` the same views with booleans as uint8, which the
-    kernels receive. Every field starts on a `FIELD_ALIGN`-byte boundary of the allocation: rows
-    whose length is a multiple of 32 floats then start on a cache line, and a warp's 32 stores
-    fill one line instead of parts of two.
+    ``fields.<name>`` are the ``(num_envs, *shape)`` views Python code reads and writes (booleans,
+    the ``"u8"`` fields with ``Field.flag``, as ``torch.bool``; bytes, such as a ``obs_dtype="u8"``
+    group's observations, as ``torch.uint8``), and ``raw.<name>`` the same views with booleans as
+    uint8, which the kernels receive. Every field starts on a `FIELD_ALIGN`-byte boundary of the
+    allocation: rows whose length is a multiple of 32 floats then start on a cache line, and a
+    warp's 32 stores fill one line instead of parts of two.
     """
 
     def __init__(self, layout: Layout, num_envs: int, device: torch.device):
@@ -42,8 +43,8 @@ class Buffers:
             start, nbytes = spans[name]
             views[name] = raw_bytes[start:start + nbytes].view(TORCH_DTYPES[f.dtype]).view(E, *f.shape)
         self.raw = views
-        self.fields = SimpleNamespace(**{n: (v.view(torch.bool) if layout.fields[n].dtype == "u8" else v)
-                                         for n, v in views.items()})
+        flags = {n for n, f in layout.fields.items() if f.dtype == "u8" and f.flag}
+        self.fields = SimpleNamespace(**{n: (v.view(torch.bool) if n in flags else v) for n, v in views.items()})
 
     def layout_record(self) -> dict:
         """What the storage's bytes mean: its size, the env count, each field's name, dtype, shape, offset.

@@ -1,17 +1,16 @@
 """A group observing bytes (``Group(obs_dtype="u8")``): uint8 buffers, written alike on both targets."""
 
-import dataclasses
-
 import gymnasium
 import numpy as np
 import pytest
 import torch
 
 import gpu_zoo
-from gpu_zoo.core import Group, ObsBlock, PerObs, Tuning
+from gpu_zoo.core import Group, ObsBlock
 from gpu_zoo.core.faces.pettingzoo import GpuZooParallelEnv
 from gpu_zoo.core.runtime.batched import BatchedEnv
-from gpu_zoo.testing import check_env
+from gpu_zoo.testing import check_env, nvvm_available
+from gpu_zoo.testing.cuda_compile import compile_kernels
 from tests import u8_obs_env as u8
 
 
@@ -24,11 +23,7 @@ def _expected(env) -> dict[str, torch.Tensor]:
     return {"eye": eye.to(torch.uint8), "ear": ear}
 
 
-SPECS = {
-    "fills": u8.SPEC,
-    "by_block": dataclasses.replace(u8.SPEC, id="u8_obs_by_block_v0", tuning=Tuning(observe_by_block=True)),
-    "one_loop": dataclasses.replace(u8.SPEC, id="u8_obs_row_v0", observe=(PerObs(u8.whole_row),)),
-}
+SPECS = {"fills": u8.SPEC, "by_block": u8.SPEC_BY_BLOCK, "one_loop": u8.SPEC_ROW}
 
 
 @pytest.mark.parametrize("layout", list(SPECS))
@@ -55,6 +50,15 @@ def test_a_byte_group_is_stored_as_uint8(target, num_envs, layout, cuda_device):
     assert torch.equal(final[:, :, 4:], (200 + 5 * torch.arange(3)[:, None] + torch.arange(u8.ROW) + 6)
                        .to(torch.uint8).expand_as(final[:, :, 4:])), "the last step's bytes, 255 at the top"
     assert int(final.max()) == 255
+
+
+@pytest.mark.skipif(not nvvm_available(), reason="needs NVVM")
+@pytest.mark.parametrize("layout", list(SPECS))
+def test_the_uint8_stores_compile_for_a_gpu(layout, monkeypatch):
+    spec = SPECS[layout]
+    attr = {"fills": "SPEC", "by_block": "SPEC_BY_BLOCK", "one_loop": "SPEC_ROW"}[layout]
+    monkeypatch.setitem(gpu_zoo.registry._ENTRIES, spec.id, f"tests.u8_obs_env:{attr}")
+    assert compile_kernels(spec.id, num_envs=64)
 
 
 def test_the_pettingzoo_face_gives_bytes_in_the_space():

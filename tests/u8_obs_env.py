@@ -1,11 +1,12 @@
 """A test env with a group observing bytes (``Group(obs_dtype="u8")``) beside one observing float32."""
 
+import dataclasses
 from dataclasses import dataclass
 
 import gymnasium
 import numpy as np
 
-from gpu_zoo.core import EnvSpec, Field, Group, ObsBlock, PerAgent, PerObs, kernel_fn
+from gpu_zoo.core import EnvSpec, Field, Group, ObsBlock, PerAgent, PerObs, Tuning, kernel_fn
 
 ROW = 40  # a block long enough for CUDA's row-per-warp loop (`codegen_cuda.ROW_MIN`)
 
@@ -80,3 +81,6 @@ def walk(s, p, e, a):
 
 SPEC = EnvSpec(id="u8_obs_v0", params=Params, groups=groups, fields=fields, reset=(PerAgent(spawn),),
                step=(PerAgent(walk),), observe=(PerObs(),), module=__name__)
+# the same observation by block, and as one function of the row (the CPU's one loop over every group)
+SPEC_BY_BLOCK = dataclasses.replace(SPEC, id="u8_obs_by_block_v0", tuning=Tuning(observe_by_block=True))
+SPEC_ROW = dataclasses.replace(SPEC, id="u8_obs_row_v0", observe=(PerObs(whole_row),))

@@ -48,9 +48,9 @@ def test_the_cpu_driver_holds_each_reset_phase_once_for_a_reset_and_an_auto_rese
     """Step and reset share one CPU driver, which writes the env's reset phases and observation once."""
     src = kernel_source("gather_trade_build_v0", "cpu", 4)
     driver = src.split("def _drive_serial(", 1)[1].split("\ndef ", 1)[0]
-    assert driver.count("gather_trade_build__reset_tile(") == 1
+    assert driver.count("world__reset_tile(") == 1
     # the observation: once after the step's phases, once after a reset or restart
-    assert driver.count("gather_trade_build__sort_incomes(") == 2
+    assert driver.count("observation__sort_incomes(") == 2
     assert "episode__reset_env(" in driver and "episode__restart_env(" in driver
     assert "\nstep = partial(_drive, False)" in src and "\nreset_serial = partial(_drive_serial, True)" in src
 
@@ -60,7 +60,7 @@ def test_the_cuda_kernel_holds_each_reset_phase_once_for_a_reset_and_an_auto_res
     for kw, kernel in (({}, "drive"), ({"split_observe": True}, "step_finished")):
         src = kernel_source("gather_trade_build_v0", "cuda", 64, **kw)
         body = src.split(f"def {kernel}(resetting, ", 1)[1].split("\ndef ", 1)[0]
-        assert body.count("gather_trade_build__reset_tile(") == 1 and "\ndef reset(" not in src
+        assert body.count("world__reset_tile(") == 1 and "\ndef reset(" not in src
         assert "episode__reset_env(" in body and "episode__restart_env(" in body
         # the tail runs where a reset or a restart says so, each branch setting the flag it reads
         assert "        restart = ok\n    else:" in body and "        restart = fin and f_autoreset[e] != 0" in body

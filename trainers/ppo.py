@@ -312,6 +312,9 @@ class Trainer:
         self.random_groups = tuple(g for g in self.env.groups if g not in trained)
         self.policies = make_policies(self.env, [g for g in self.env.groups if g in trained], args)
         self.opponent_seats = random_opponent_seats(self.env, self.policies, args.random_opponent_share)
+        # made once, so a captured rollout step allocates nothing; the seats broadcast over MultiDiscrete actions
+        self._opponent_moves = {g: (seat.view(*seat.shape, *(1,) * (self.env.actions[g].dim() - 2)),
+                                    torch.empty_like(self.env.actions[g])) for g, seat in self.opponent_seats.items()}
         unknown = set(args.group_settings) - set(self.policies)
         if unknown:
             raise ValueError(f"group_settings names {sorted(unknown)}, which this run does not train "
@@ -542,9 +545,9 @@ class Trainer:
             put(b["act"], t, act)
             put(b["logp"], t, logp)
             env.actions[g].copy_(pol.to_env(act))
-        for g, seat in self.opponent_seats.items():  # the random players' moves replace the policy's
-            drawn = env.sample_actions(groups=(g,))[g]
-            env.actions[g].copy_(torch.where(seat.view(*seat.shape, *(1,) * (drawn.dim() - 2)), drawn, env.actions[g]))
+        for g, (seat, moves) in self._opponent_moves.items():  # the random players' moves replace the policy's
+            env.sample_actions(groups=(g,), out={g: moves})
+            torch.where(seat, moves, env.actions[g], out=env.actions[g])
         if self.args.critic == "state":
             put(self._states["state"], t, env.global_state())
         obs, rew, term, trunc, info = env.step()
